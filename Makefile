@@ -22,8 +22,11 @@ CFLAGS_BASE := -std=gnu11 -O2 -g -fPIC -D_GNU_SOURCE $(CWARN)
 GOTESTFLAGS ?=
 FUZZTIME    ?= 60s
 
-.PHONY: all fikit replay clean test test-go test-c test-e2e demo bench fuzz vet fmt-check cuda-headers
+.PHONY: all fikit replay clean test test-go test-c test-e2e demo bench fuzz vet cuda-headers
 all: fikit replay simgpu hook
+
+# Go commands that compile cmd/fikit-replay need the CUDA headers and link stub.
+GOCUDA = CGO_CFLAGS="-I$(CUDA_ROOT)/include" CGO_LDFLAGS="-L$(CUDA_STUB) -Wl,-z,lazy"
 
 cuda-headers:
 	@test -n "$(CUDA_ROOT)" || { echo "no CUDA headers" >&2; exit 1; }
@@ -36,24 +39,27 @@ fikit:
 # references; at run time lazy binding lets it run on bin/simgpu/libcuda.so.1.
 replay: cuda-headers
 	@mkdir -p $(BIN)
-	CGO_CFLAGS="-I$(CUDA_ROOT)/include" CGO_LDFLAGS="-L$(CUDA_STUB) -Wl,-z,lazy" \
-		$(GO) build -o $(BIN)/fikit-replay ./cmd/fikit-replay
+	$(GOCUDA) $(GO) build -o $(BIN)/fikit-replay ./cmd/fikit-replay
 
+# Each C component owns its fragment: simgpu/build.mk defines `simgpu` and
+# `test-simgpu`, hookclient/build.mk defines `hook` and `test-hook`.
 include simgpu/build.mk
 include hookclient/build.mk
 
-vet:
-	$(GO) vet ./...
+test-c: test-simgpu test-hook
+
+vet: cuda-headers
+	$(GOCUDA) $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
 # Unit tests in parallel; end-to-end tests one package at a time (they measure time).
 test: all vet test-c test-go test-e2e
 
 test-go: all
-	FIKIT_BIN=$(BIN) $(GO) test $(GOTESTFLAGS) $$($(GO) list ./... | grep -v /tests)
+	$(GOCUDA) FIKIT_BIN=$(BIN) $(GO) test $(GOTESTFLAGS) $$($(GO) list ./... | grep -v /tests)
 
 test-e2e: all
-	FIKIT_BIN=$(BIN) $(GO) test -p 1 -count=1 -timeout 20m $(GOTESTFLAGS) ./tests/...
+	$(GOCUDA) FIKIT_BIN=$(BIN) $(GO) test -p 1 -count=1 -timeout 30m $(GOTESTFLAGS) ./tests/...
 
 demo: all
 	$(BIN)/fikit demo
@@ -61,10 +67,10 @@ demo: all
 bench: all
 	$(BIN)/fikit bench
 
-fuzz:
+fuzz: cuda-headers
 	@for pkg in $$($(GO) list ./...); do \
-	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-	    echo "== $$pkg $$t"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  for t in $$($(GOCUDA) $(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$t"; $(GOCUDA) $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; \
 	done
 

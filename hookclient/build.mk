@@ -1,6 +1,6 @@
 # hookclient: libfikit_hook.so (owned by hookclient/).
-.PHONY: hook test-c
+.PHONY: hook test-hook
 hook:
 	@echo "hook: not built yet"
-test-c:
+test-hook:
 	@true
