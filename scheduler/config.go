@@ -1,0 +1,101 @@
+package scheduler
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config holds the policy's knobs. Durations are nanoseconds of daemon time.
+type Config struct {
+	// MinGap is the shortest predicted holder gap worth filling (paper: 0.1 ms).
+	MinGap int64
+	// SwitchCost is the GPU time a context switch costs; filling a window
+	// makes the holder's next kernel pay one switch back.
+	SwitchCost int64
+	// InflightBudget bounds the predicted low-priority GPU time outstanding.
+	InflightBudget int64
+	// DelayBudget is the share of a holder run's mean JCT that low-priority
+	// work may be expected to delay it (0.05 = 5 %).
+	DelayBudget float64
+	// IdleAlpha × the holder's typical gap (never less than IdleFloor) without
+	// a holder launch means the holder is idle.
+	IdleAlpha float64
+	IdleFloor int64
+	// HolderTTL: a task counts as active this long after its last launch or
+	// registration; holders are the best-priority active tasks.
+	HolderTTL int64
+	// DefaultKernel is the estimate for a kernel whose task has no profile.
+	DefaultKernel int64
+	// SkipLimit is how often a waiting kernel may be passed over before it
+	// goes first.
+	SkipLimit int
+	// HoldInterval is how often a queued request is told to keep waiting.
+	HoldInterval int64
+	// DeadAfter drops a task that sent nothing for this long.
+	DeadAfter int64
+	// HeartbeatInterval is what hooks are told to use.
+	HeartbeatInterval int64
+	// ProfileRuns is T, the clean runs a task is measured for (10–1000).
+	ProfileRuns int
+	// MaxCredit caps the launches granted without a round trip.
+	MaxCredit int
+	// GapEWMA, if > 0, is the weight of the newest observation in the online
+	// correction of per-kernel gap predictions; 0 disables the correction.
+	GapEWMA float64
+}
+
+// DefaultConfig returns the defaults documented in docs/scheduler.md.
+func DefaultConfig() Config {
+	return Config{
+		MinGap:            int64(100 * time.Microsecond),
+		SwitchCost:        int64(25 * time.Microsecond),
+		InflightBudget:    int64(200 * time.Microsecond),
+		DelayBudget:       0.05,
+		IdleAlpha:         2,
+		IdleFloor:         int64(50 * time.Microsecond),
+		HolderTTL:         int64(time.Second),
+		DefaultKernel:     int64(100 * time.Microsecond),
+		SkipLimit:         25,
+		HoldInterval:      int64(50 * time.Millisecond),
+		DeadAfter:         int64(80 * time.Millisecond),
+		HeartbeatInterval: int64(20 * time.Millisecond),
+		ProfileRuns:       100,
+		MaxCredit:         64,
+		GapEWMA:           0,
+	}
+}
+
+// Validate reports the first invalid setting.
+func (c Config) Validate() error {
+	switch {
+	case c.MinGap < 0:
+		return fmt.Errorf("%w: min gap %d < 0", ErrConfig, c.MinGap)
+	case c.SwitchCost < 0:
+		return fmt.Errorf("%w: switch cost %d < 0", ErrConfig, c.SwitchCost)
+	case c.InflightBudget <= 0:
+		return fmt.Errorf("%w: in-flight budget must be > 0", ErrConfig)
+	case c.DelayBudget < 0 || c.DelayBudget > 1:
+		return fmt.Errorf("%w: delay budget %v outside [0,1]", ErrConfig, c.DelayBudget)
+	case c.IdleAlpha <= 0:
+		return fmt.Errorf("%w: idle alpha must be > 0", ErrConfig)
+	case c.IdleFloor < 0:
+		return fmt.Errorf("%w: idle floor %d < 0", ErrConfig, c.IdleFloor)
+	case c.HolderTTL <= 0:
+		return fmt.Errorf("%w: holder TTL must be > 0", ErrConfig)
+	case c.DefaultKernel <= 0:
+		return fmt.Errorf("%w: default kernel estimate must be > 0", ErrConfig)
+	case c.SkipLimit < 1:
+		return fmt.Errorf("%w: skip limit must be >= 1", ErrConfig)
+	case c.HoldInterval <= 0:
+		return fmt.Errorf("%w: hold interval must be > 0", ErrConfig)
+	case c.HeartbeatInterval <= 0 || c.DeadAfter <= c.HeartbeatInterval:
+		return fmt.Errorf("%w: need 0 < heartbeat interval < dead-after", ErrConfig)
+	case c.ProfileRuns < 10 || c.ProfileRuns > 1000:
+		return fmt.Errorf("%w: profile runs %d outside 10–1000", ErrConfig, c.ProfileRuns)
+	case c.MaxCredit < 0:
+		return fmt.Errorf("%w: max credit %d < 0", ErrConfig, c.MaxCredit)
+	case c.GapEWMA < 0 || c.GapEWMA > 1:
+		return fmt.Errorf("%w: gap EWMA weight %v outside [0,1]", ErrConfig, c.GapEWMA)
+	}
+	return nil
+}

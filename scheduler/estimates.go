@@ -1,0 +1,47 @@
+package scheduler
+
+import "github.com/fikit/fikit/profiler"
+
+// KernelEstimate is what the core predicts for one kernel ID of a task.
+type KernelEstimate struct {
+	MeanNs int64 // SK: mean duration
+	P90Ns  int64 // p90 duration (conservative estimate when this task waits)
+	GapNs  int64 // SG: mean idle gap after it; meaningful only if HasGap
+	HasGap bool  // false when every measured gap after it spanned a run end
+}
+
+// Estimates is a task's profile reduced to what scheduling needs, so the
+// hot path does map lookups of plain integers only.
+type Estimates struct {
+	Kernels      map[uint64]KernelEstimate
+	P90Ns        int64 // task-level p90 kernel duration
+	TypicalGapNs int64 // task-level typical inter-kernel gap
+	MeanJCTNs    int64 // mean run time while profiled
+}
+
+// EstimatesFromProfile reduces a profile to estimates.
+func EstimatesFromProfile(p *profiler.Profile) *Estimates {
+	e := &Estimates{
+		Kernels:      make(map[uint64]KernelEstimate, len(p.Kernels)),
+		P90Ns:        int64(p.P90Duration()),
+		TypicalGapNs: int64(p.TypicalGap()),
+		MeanJCTNs:    int64(p.MeanJCT()),
+	}
+	for id, k := range p.Kernels {
+		e.Kernels[id] = KernelEstimate{
+			MeanNs: int64(k.Duration.Mean),
+			P90Ns:  int64(k.Duration.P90),
+			GapNs:  int64(k.Gap.Mean),
+			HasGap: k.Gap.Count > 0,
+		}
+	}
+	return e
+}
+
+func (e *Estimates) kernel(id uint64) (KernelEstimate, bool) {
+	if e == nil {
+		return KernelEstimate{}, false
+	}
+	k, ok := e.Kernels[id]
+	return k, ok
+}

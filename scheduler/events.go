@@ -1,0 +1,131 @@
+package scheduler
+
+import "github.com/fikit/fikit/profiler"
+
+// TaskID names one registered task instance (one process on one GPU). The
+// daemon assigns it; it never repeats within one core's lifetime.
+type TaskID uint32
+
+// Role says whether a task's launches wait.
+type Role uint8
+
+const (
+	RoleNone   Role = iota
+	RoleHolder      // launches freely, notifies after the fact
+	RoleWaiter      // asks before each launch (unless it has credit)
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleHolder:
+		return "holder"
+	case RoleWaiter:
+		return "waiter"
+	}
+	return "none"
+}
+
+// Phase is a task's life stage (paper Fig. 3).
+type Phase uint8
+
+const (
+	PhaseNone      Phase = iota
+	PhaseProfiling       // its launches are measured
+	PhaseSharing         // it has a profile and shares the GPU
+)
+
+func (p Phase) String() string {
+	switch p {
+	case PhaseProfiling:
+		return "profiling"
+	case PhaseSharing:
+		return "sharing"
+	}
+	return "none"
+}
+
+// Event is one input to Step. Every event carries Now, the daemon's
+// monotonic time in nanoseconds when it happened; time never goes backwards
+// (Step clamps it).
+type Event interface{ at() int64 }
+
+// TaskRegistered: a hook registered a task on a GPU.
+type TaskRegistered struct {
+	Now      int64
+	Task     TaskID
+	Key      string // task key
+	PID      uint32
+	Priority uint8  // 0 (highest) … 9
+	GPU      string // device UUID: each GPU is scheduled independently
+	Model    string // GPU model name: profiles are per task key and model
+	// Profile is the task's stored profile for this GPU model, nil if it
+	// has none. A complete profile puts the task in the sharing phase; an
+	// incomplete one is resumed by profiling.
+	Profile *profiler.Profile
+}
+
+// TaskLeft: a hook said goodbye (or the daemon dropped it).
+type TaskLeft struct {
+	Now  int64
+	Task TaskID
+}
+
+// LaunchNotified: a holder (or a task with credit) launched a kernel.
+type LaunchNotified struct {
+	Now    int64
+	Task   TaskID
+	Seq    uint32
+	Kernel uint64
+}
+
+// LaunchRequested: a waiter asks to launch a kernel.
+type LaunchRequested struct {
+	Now    int64
+	Task   TaskID
+	Seq    uint32
+	Kernel uint64
+}
+
+// RunEnded: a task's run ended at a host-blocking synchronization.
+type RunEnded struct {
+	Now     int64
+	Task    TaskID
+	Run     uint32
+	Kernels uint32
+	RunNs   int64
+}
+
+// MeasurementsReceived: measured kernels of a profiling run.
+type MeasurementsReceived struct {
+	Now     int64
+	Task    TaskID
+	Run     uint32
+	Records []profiler.Record
+}
+
+// KernelInfoReceived: the name and geometry of a kernel ID.
+type KernelInfoReceived struct {
+	Now  int64
+	Task TaskID
+	Info profiler.KernelInfo
+}
+
+// Heartbeat: the task is alive.
+type Heartbeat struct {
+	Now  int64
+	Task TaskID
+}
+
+// Tick advances time; the daemon sends one at the deadline Ready asked for
+// (and whenever else it likes).
+type Tick struct{ Now int64 }
+
+func (e TaskRegistered) at() int64  { return e.Now }
+func (e TaskLeft) at() int64        { return e.Now }
+func (e LaunchNotified) at() int64  { return e.Now }
+func (e LaunchRequested) at() int64 { return e.Now }
+func (e RunEnded) at() int64        { return e.Now }
+func (e Heartbeat) at() int64       { return e.Now }
+func (e MeasurementsReceived) at() int64 { return e.Now }
+func (e KernelInfoReceived) at() int64   { return e.Now }
+func (e Tick) at() int64            { return e.Now }

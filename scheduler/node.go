@@ -1,0 +1,391 @@
+package scheduler
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/fikit/fikit/profiler"
+)
+
+// Node is the scheduling core. It is not safe for concurrent use: one owner
+// (the daemon's loop or the simulator) calls Step and Ready.
+type Node struct {
+	cfg   Config
+	now   int64
+	tasks map[TaskID]*task
+	gpus  map[string]*gpu
+	order []*gpu // sorted by uuid: deterministic iteration
+	out   Ready
+	stats Stats
+}
+
+// New returns a core with the given configuration.
+func New(cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Node{cfg: cfg, tasks: map[TaskID]*task{}, gpus: map[string]*gpu{}}, nil
+}
+
+// Config returns the core's configuration.
+func (n *Node) Config() Config { return n.cfg }
+
+// Now is the latest time the core has seen.
+func (n *Node) Now() int64 { return n.now }
+
+// Step feeds one event to the core. Errors describe events the core ignored
+// (an unknown task, a duplicate registration); the core stays consistent.
+func (n *Node) Step(ev Event) error {
+	if t := ev.at(); t > n.now {
+		n.now = t
+	}
+	switch e := ev.(type) {
+	case TaskRegistered:
+		return n.register(e)
+	case TaskLeft:
+		t, err := n.task(e.Task)
+		if err != nil {
+			return err
+		}
+		n.remove(t)
+		return nil
+	case LaunchNotified:
+		t, err := n.seen(e.Task)
+		if err != nil {
+			return err
+		}
+		n.notified(t, e.Seq, e.Kernel)
+		return nil
+	case LaunchRequested:
+		t, err := n.seen(e.Task)
+		if err != nil {
+			return err
+		}
+		n.requested(t, e.Seq, e.Kernel)
+		return nil
+	case RunEnded:
+		t, err := n.seen(e.Task)
+		if err != nil {
+			return err
+		}
+		n.runEnded(t, e)
+		return nil
+	case MeasurementsReceived:
+		t, err := n.seen(e.Task)
+		if err != nil {
+			return err
+		}
+		n.measured(t, e)
+		return nil
+	case KernelInfoReceived:
+		t, err := n.seen(e.Task)
+		if err != nil {
+			return err
+		}
+		n.kernelInfo(t, e)
+		return nil
+	case Heartbeat:
+		_, err := n.seen(e.Task)
+		return err
+	case Tick:
+		n.tick()
+		return nil
+	}
+	return fmt.Errorf("%w: %T", ErrInvalid, ev)
+}
+
+// Ready returns and clears the decisions made since the last call, with the
+// deadline for the next Tick.
+func (n *Node) Ready() Ready {
+	r := n.out
+	n.out = Ready{}
+	r.Deadline = n.deadline()
+	return r
+}
+
+func (n *Node) task(id TaskID) (*task, error) {
+	t, ok := n.tasks[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %d", ErrUnknownTask, id)
+	}
+	return t, nil
+}
+
+// seen looks a task up and records that it is alive.
+func (n *Node) seen(id TaskID) (*task, error) {
+	t, err := n.task(id)
+	if err == nil {
+		t.lastSeen = n.now
+	}
+	return t, err
+}
+
+func (n *Node) register(e TaskRegistered) error {
+	if _, dup := n.tasks[e.Task]; dup {
+		return fmt.Errorf("%w: %d", ErrDuplicate, e.Task)
+	}
+	if e.Priority > 9 {
+		return fmt.Errorf("%w: priority %d > 9", ErrInvalid, e.Priority)
+	}
+	g := n.gpus[e.GPU]
+	if g == nil {
+		g = &gpu{uuid: e.GPU}
+		n.gpus[e.GPU] = g
+		i := sort.Search(len(n.order), func(i int) bool { return n.order[i].uuid >= e.GPU })
+		n.order = append(n.order, nil)
+		copy(n.order[i+1:], n.order[i:])
+		n.order[i] = g
+	}
+	// A hook that re-registers (after a timeout, or a daemon it thought
+	// gone) replaces its earlier instance on that GPU.
+	for _, old := range g.tasks {
+		if old.pid == e.PID && old.key == e.Key && e.PID != 0 {
+			n.remove(old)
+			break
+		}
+	}
+	t := &task{
+		id: e.Task, key: e.Key, pid: e.PID, prio: e.Priority, gpu: g, model: e.Model,
+		lastSeen: n.now, lastActive: n.now, registered: n.now,
+	}
+	if e.Profile != nil && e.Profile.Phase == profiler.PhaseSharing {
+		t.phase = PhaseSharing
+		t.est = EstimatesFromProfile(e.Profile)
+	} else {
+		prof, err := n.newProfiling(t, e.Profile)
+		if err != nil {
+			return err
+		}
+		t.phase = PhaseProfiling
+		t.prof = prof
+	}
+	n.tasks[t.id] = t
+	g.addTask(t)
+	n.stats.Registered++
+	n.electHolders(g, t)
+	n.out.Acks = append(n.out.Acks, Ack{
+		Task: t.id, Role: t.role, Phase: t.phase,
+		ProfileRuns: n.cfg.ProfileRuns, HeartbeatNs: n.cfg.HeartbeatInterval,
+	})
+	n.schedule(g)
+	return nil
+}
+
+// remove forgets a task: its requests, credit and role go with it.
+func (n *Node) remove(t *task) {
+	g := t.gpu
+	g.removeTask(t)
+	delete(n.tasks, t.id)
+	n.stats.Left++
+	n.electHolders(g, nil)
+	n.schedule(g)
+}
+
+// electHolders recomputes the holders of g and tells every task whose role
+// changed (except `quiet`, which learns its role from its Ack).
+func (n *Node) electHolders(g *gpu, quiet *task) {
+	best := uint8(10)
+	for _, t := range g.tasks {
+		if n.now-t.lastActive <= n.cfg.HolderTTL && t.prio < best {
+			best = t.prio
+		}
+	}
+	if best == 10 { // nobody active: the best live task holds
+		for _, t := range g.tasks {
+			if t.prio < best {
+				best = t.prio
+			}
+		}
+	}
+	// A task profiling at the best priority holds alone, so its measurements
+	// are clean (the paper measures a task with the GPU to itself).
+	var alone *task
+	for _, t := range g.tasks {
+		if t.prio == best && t.phase == PhaseProfiling && n.now-t.lastActive <= n.cfg.HolderTTL {
+			alone = t
+			break
+		}
+	}
+	for _, t := range g.tasks {
+		role := RoleWaiter
+		if t.prio == best && (alone == nil || alone == t) {
+			role = RoleHolder
+		}
+		if role == t.role {
+			continue
+		}
+		prev := t.role
+		t.role = role
+		if role == RoleHolder {
+			t.credit = 0
+			// Nothing of a holder waits: let its queued launches go.
+			for _, r := range g.queues[t.prio] {
+				if r.t == t {
+					n.grant(r, 0)
+				}
+			}
+			n.dequeueTask(g, t)
+		} else if prev == RoleHolder {
+			// Its launched work is still ahead of anything granted later.
+			g.lpBusyUntil = maxi(g.lpBusyUntil, t.busyUntil)
+			t.nextLaunch = 0
+		}
+		if t != quiet {
+			n.out.States = append(n.out.States, StateChange{Task: t.id, Role: t.role, Phase: t.phase, Credit: t.credit})
+		}
+	}
+	n.updateWindow(g)
+}
+
+func (n *Node) dequeueTask(g *gpu, t *task) {
+	q := g.queues[t.prio][:0]
+	for _, r := range g.queues[t.prio] {
+		if r.t != t {
+			q = append(q, r)
+		}
+	}
+	g.queues[t.prio] = q
+}
+
+// tick handles time passing: dead tasks, holder activity expiring, holds
+// for queued requests, and windows or idle periods that opened.
+func (n *Node) tick() {
+	var dead []*task
+	for _, g := range n.order {
+		for _, t := range g.tasks {
+			if n.now-t.lastSeen > n.cfg.DeadAfter {
+				dead = append(dead, t)
+			}
+		}
+	}
+	for _, t := range dead {
+		n.out.Dropped = append(n.out.Dropped, t.id)
+		n.stats.Dropped++
+		n.remove(t)
+	}
+	for _, g := range n.order {
+		if n.holdersExpired(g) {
+			n.electHolders(g, nil)
+		}
+		n.schedule(g)
+		for p := range g.queues {
+			for _, r := range g.queues[p] {
+				if n.now-r.lastHold >= n.cfg.HoldInterval {
+					r.lastHold = n.now
+					n.out.Holds = append(n.out.Holds, Hold{Task: r.t.id, Seq: r.seq})
+					n.stats.Holds++
+				}
+			}
+		}
+	}
+}
+
+// holdersExpired reports whether some holder's activity ran out while a
+// lower-priority task is active, so the holders must be re-elected.
+func (n *Node) holdersExpired(g *gpu) bool {
+	for _, t := range g.tasks {
+		if t.role == RoleHolder && n.now-t.lastActive > n.cfg.HolderTTL {
+			for _, o := range g.tasks {
+				if o.role == RoleWaiter && n.now-o.lastActive <= n.cfg.HolderTTL {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// deadline is the earliest time at which time alone changes a decision.
+func (n *Node) deadline() int64 {
+	d := int64(0)
+	at := func(t int64) {
+		if t > n.now && (d == 0 || t < d) {
+			d = t
+		}
+	}
+	for _, g := range n.order {
+		for _, t := range g.tasks {
+			at(t.lastSeen + n.cfg.DeadAfter + 1)
+			if t.role == RoleHolder && g.waiting() > 0 {
+				at(t.lastActive + n.cfg.HolderTTL + 1)
+			}
+		}
+		if g.waiting() == 0 {
+			continue
+		}
+		for p := range g.queues {
+			for _, r := range g.queues[p] {
+				at(r.lastHold + n.cfg.HoldInterval)
+			}
+		}
+		if !g.idle {
+			at(n.idleAt(g))
+		}
+		if g.idle || g.window.open {
+			// Room frees as granted work drains.
+			at(g.lpBusyUntil)
+		}
+	}
+	return d
+}
+
+// Stats returns counters for status output and benchmarks.
+func (n *Node) Stats() Stats {
+	s := n.stats
+	s.Tasks = len(n.tasks)
+	for _, g := range n.order {
+		s.Waiting += g.waiting()
+	}
+	return s
+}
+
+// Stats counts what the core did.
+type Stats struct {
+	Tasks, Waiting                      int
+	Registered, Left, Dropped           uint64
+	Grants, Holds, Credited, Revoked    uint64
+	Windows, IdlePeriods, EarlyStops    uint64
+	GrantedNs                           int64 // predicted low-priority GPU time granted
+	UnscheduledLaunches, LostNotifies   uint64
+	PredictionSamples                   uint64
+	PredictionAbsErrNs, PredictionErrNs int64 // sums: mean = sum / samples
+	RunsCommitted, RunsDiscarded        uint64
+	ProfilesCompleted                   uint64
+}
+
+// TaskInfo describes one task for status output.
+type TaskInfo struct {
+	ID       TaskID
+	Key      string
+	PID      uint32
+	Priority uint8
+	GPU      string
+	Model    string
+	Role     Role
+	Phase    Phase
+	Credit   uint32
+	Runs     int // clean profiled runs so far (profiling phase)
+	Waiting  int
+	JCTNs    int64
+}
+
+// Tasks lists every task, by GPU then id.
+func (n *Node) Tasks() []TaskInfo {
+	var out []TaskInfo
+	for _, g := range n.order {
+		for _, t := range g.tasks {
+			ti := TaskInfo{ID: t.id, Key: t.key, PID: t.pid, Priority: t.prio, GPU: g.uuid, Model: t.model,
+				Role: t.role, Phase: t.phase, Credit: t.credit, JCTNs: t.meanJCT()}
+			if t.prof != nil {
+				ti.Runs = t.prof.runs()
+			}
+			for _, r := range g.queues[t.prio] {
+				if r.t == t {
+					ti.Waiting++
+				}
+			}
+			out = append(out, ti)
+		}
+	}
+	return out
+}

@@ -1,0 +1,70 @@
+package scheduler
+
+import (
+	"testing"
+
+	"github.com/fikit/fikit/profiler"
+)
+
+// TestProfilingCompletes drives a task through T clean runs: it must leave
+// the profiling phase with a persisted profile whose means are the measured
+// ones, and start sharing (others may then fill its gaps).
+func TestProfilingCompletes(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ProfileRuns = 10
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func(ev Event) {
+		t.Helper()
+		if err := n.Step(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step(TaskRegistered{Now: 0, Task: 1, Key: "hp", PID: 1, Priority: 0, GPU: "G", Model: "m"})
+	if r := n.Ready(); len(r.Acks) != 1 || r.Acks[0].Phase != PhaseProfiling || r.Acks[0].Role != RoleHolder {
+		t.Fatalf("ack = %+v", r.Acks)
+	}
+	now := int64(1000)
+	var updates []ProfileUpdate
+	var states []StateChange
+	for run := uint32(1); run <= 10; run++ {
+		step(LaunchNotified{Now: now, Task: 1, Seq: 2*run - 1, Kernel: 7})
+		step(LaunchNotified{Now: now + 30_000, Task: 1, Seq: 2 * run, Kernel: 8})
+		step(KernelInfoReceived{Now: now + 60_000, Task: 1, Info: profiler.KernelInfo{ID: 7, Name: "k7", Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1}}})
+		step(MeasurementsReceived{Now: now + 60_000, Task: 1, Run: run, Records: []profiler.Record{
+			{KernelID: 7, DurationNs: 20_000, GapNs: 300_000},
+			{KernelID: 8, DurationNs: 10_000, Flags: profiler.FlagGapSpansRunEnd},
+		}})
+		step(RunEnded{Now: now + 70_000, Task: 1, Run: run, Kernels: 2, RunNs: 10_000_000})
+		r := n.Ready()
+		updates = append(updates, r.Profiles...)
+		states = append(states, r.States...)
+		now += 1_000_000
+	}
+	if len(updates) != 1 || !updates[0].Complete || updates[0].Runs != 10 {
+		t.Fatalf("profile updates = %+v", updates)
+	}
+	p := updates[0].Profile
+	k, ok := p.Kernel(7)
+	if !ok || k.Duration.Mean != 20_000 || k.Gap.Mean != 300_000 || k.Name != "k7" {
+		t.Fatalf("kernel 7 = %+v", k)
+	}
+	if k8, _ := p.Kernel(8); k8 == nil || k8.Gap.Count != 0 {
+		t.Fatalf("kernel 8's run-end gap must not count: %+v", k8)
+	}
+	if len(states) != 1 || states[0].Phase != PhaseSharing {
+		t.Fatalf("states = %+v", states)
+	}
+	if s := n.Stats(); s.RunsCommitted != 10 || s.ProfilesCompleted != 1 {
+		t.Fatalf("stats = %+v", s)
+	}
+	// Sharing now: a waiter's kernel fits the 300us gap after kernel 7.
+	step(TaskRegistered{Now: now, Task: 2, Key: "lp", PID: 2, Priority: 5, GPU: "G", Model: "m"})
+	step(LaunchRequested{Now: now + 1000, Task: 2, Seq: 1, Kernel: 99})
+	step(LaunchNotified{Now: now + 2000, Task: 1, Seq: 21, Kernel: 7})
+	if r := n.Ready(); len(r.Grants) != 1 || r.Grants[0].Task != 2 {
+		t.Fatalf("after kernel 7 the waiter should be granted: %s", r.String())
+	}
+}

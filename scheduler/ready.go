@@ -1,0 +1,84 @@
+package scheduler
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Ack answers a registration.
+type Ack struct {
+	Task  TaskID
+	Role  Role
+	Phase Phase
+	// ProfileRuns is T, the clean runs the task profiles for.
+	ProfileRuns int
+	// HeartbeatNs is the interval the hook should heartbeat at.
+	HeartbeatNs int64
+}
+
+// Grant lets a waiting launch go, with Credit further launches that need not
+// ask.
+type Grant struct {
+	Task   TaskID
+	Seq    uint32
+	Credit uint32
+}
+
+// Hold tells a waiting launch to keep waiting.
+type Hold struct {
+	Task TaskID
+	Seq  uint32
+}
+
+// StateChange tells a task its new role, phase or credit.
+type StateChange struct {
+	Task   TaskID
+	Role   Role
+	Phase  Phase
+	Credit uint32
+}
+
+// Ready is everything the core decided since the last call to Ready.
+type Ready struct {
+	Acks   []Ack
+	Grants []Grant
+	Holds  []Hold
+	States []StateChange
+	// Profiles finished or advanced by profiling, for the daemon to persist.
+	Profiles []ProfileUpdate
+	// Dropped tasks: silent past DeadAfter. The daemon forgets them.
+	Dropped []TaskID
+	// Deadline is when the core next wants a Tick (0: no deadline).
+	Deadline int64
+}
+
+// Empty reports whether Ready carries no decision (a deadline alone is not
+// a decision).
+func (r *Ready) Empty() bool {
+	return len(r.Acks) == 0 && len(r.Grants) == 0 && len(r.Holds) == 0 &&
+		len(r.States) == 0 && len(r.Profiles) == 0 && len(r.Dropped) == 0
+}
+
+// String renders the decisions one per line, as scenario tests show them.
+func (r *Ready) String() string {
+	var b strings.Builder
+	for _, a := range r.Acks {
+		fmt.Fprintf(&b, "ack task=%d role=%s phase=%s\n", a.Task, a.Role, a.Phase)
+	}
+	for _, s := range r.States {
+		fmt.Fprintf(&b, "state task=%d role=%s phase=%s credit=%d\n", s.Task, s.Role, s.Phase, s.Credit)
+	}
+	for _, g := range r.Grants {
+		fmt.Fprintf(&b, "grant task=%d seq=%d credit=%d\n", g.Task, g.Seq, g.Credit)
+	}
+	for _, h := range r.Holds {
+		fmt.Fprintf(&b, "hold task=%d seq=%d\n", h.Task, h.Seq)
+	}
+	for _, p := range r.Profiles {
+		fmt.Fprintf(&b, "profile task=%d key=%s runs=%d complete=%v\n", p.Task, p.Key, p.Runs, p.Complete)
+	}
+	for _, d := range r.Dropped {
+		fmt.Fprintf(&b, "dropped task=%d\n", d)
+	}
+	return b.String()
+}

@@ -1,0 +1,255 @@
+package scheduler
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/fikit/fikit/profiler"
+)
+
+// TestScenarios runs the event scripts in testdata/: each command feeds one
+// event (or defines a profile) and prints the decisions Ready returns.
+// Regenerate the expectations with `go test ./scheduler -run Scenarios -rewrite`
+// and review the diff.
+func TestScenarios(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		h := newHarness(t)
+		datadriven.RunTest(t, path, h.run)
+	})
+}
+
+type harness struct {
+	t        *testing.T
+	node     *Node
+	cfg      Config
+	profiles map[string]*profiler.Profile
+	now      int64
+}
+
+func newHarness(t *testing.T) *harness {
+	h := &harness{t: t, cfg: DefaultConfig(), profiles: map[string]*profiler.Profile{}}
+	h.reset()
+	return h
+}
+
+func (h *harness) reset() {
+	n, err := New(h.cfg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.node = n
+	h.now = 0
+}
+
+func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
+	args := map[string]string{}
+	for _, a := range d.CmdArgs {
+		args[a.Key] = strings.Join(a.Vals, ",")
+	}
+	if at, ok := args["at"]; ok {
+		h.now = dur(t, at)
+	}
+	var err error
+	switch d.Cmd {
+	case "config":
+		h.cfg = DefaultConfig()
+		for k, v := range args {
+			h.setConfig(t, k, v)
+		}
+		if err := h.cfg.Validate(); err != nil {
+			return "error: " + err.Error()
+		}
+		h.reset()
+		return "ok"
+	case "profile":
+		h.profiles[args["name"]] = buildProfile(t, args, d.Input)
+		return "ok"
+	case "register":
+		var p *profiler.Profile
+		if name, ok := args["profile"]; ok {
+			if p = h.profiles[name]; p == nil {
+				t.Fatalf("%s: no profile %q", d.Pos, name)
+			}
+		}
+		gpu := args["gpu"]
+		if gpu == "" {
+			gpu = "G0"
+		}
+		err = h.node.Step(TaskRegistered{Now: h.now, Task: taskArg(t, args), Key: args["key"],
+			PID: uint32(num(t, args, "pid", int64(taskArg(t, args)))), Priority: uint8(num(t, args, "prio", 5)),
+			GPU: gpu, Model: "sim", Profile: p})
+	case "notify":
+		err = h.node.Step(LaunchNotified{Now: h.now, Task: taskArg(t, args), Seq: uint32(num(t, args, "seq", 0)), Kernel: uint64(num(t, args, "kernel", 0))})
+	case "request":
+		err = h.node.Step(LaunchRequested{Now: h.now, Task: taskArg(t, args), Seq: uint32(num(t, args, "seq", 0)), Kernel: uint64(num(t, args, "kernel", 0))})
+	case "runend":
+		err = h.node.Step(RunEnded{Now: h.now, Task: taskArg(t, args), Run: uint32(num(t, args, "run", 0)),
+			Kernels: uint32(num(t, args, "kernels", 0)), RunNs: dur(t, args["run_ns"])})
+	case "measure":
+		var recs []profiler.Record
+		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+			if line == "" {
+				continue
+			}
+			f := strings.Fields(line)
+			if len(f) != 4 {
+				t.Fatalf("%s: measure lines are `kernel dur gap flags`", d.Pos)
+			}
+			k, _ := strconv.ParseUint(f[0], 10, 64)
+			fl, _ := strconv.ParseUint(f[3], 10, 8)
+			recs = append(recs, profiler.Record{KernelID: k, DurationNs: uint64(dur(t, f[1])), GapNs: uint64(dur(t, f[2])), Flags: uint8(fl)})
+		}
+		err = h.node.Step(MeasurementsReceived{Now: h.now, Task: taskArg(t, args), Run: uint32(num(t, args, "run", 0)), Records: recs})
+	case "heartbeat":
+		err = h.node.Step(Heartbeat{Now: h.now, Task: taskArg(t, args)})
+	case "left":
+		err = h.node.Step(TaskLeft{Now: h.now, Task: taskArg(t, args)})
+	case "tick":
+		err = h.node.Step(Tick{Now: h.now})
+	case "tasks":
+		var b strings.Builder
+		for _, ti := range h.node.Tasks() {
+			fmt.Fprintf(&b, "task=%d key=%s prio=%d role=%s phase=%s credit=%d runs=%d waiting=%d\n",
+				ti.ID, ti.Key, ti.Priority, ti.Role, ti.Phase, ti.Credit, ti.Runs, ti.Waiting)
+		}
+		return b.String()
+	case "stats":
+		s := h.node.Stats()
+		return fmt.Sprintf("grants=%d holds=%d credited=%d revoked=%d windows=%d idle=%d earlystops=%d committed=%d discarded=%d profiles=%d dropped=%d",
+			s.Grants, s.Holds, s.Credited, s.Revoked, s.Windows, s.IdlePeriods, s.EarlyStops,
+			s.RunsCommitted, s.RunsDiscarded, s.ProfilesCompleted, s.Dropped)
+	default:
+		t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
+	}
+	r := h.node.Ready()
+	out := r.String()
+	if err != nil {
+		out = "error: " + err.Error() + "\n" + out
+	}
+	if r.Deadline > 0 {
+		out += "deadline " + fmtDur(r.Deadline) + "\n"
+	}
+	if out == "" {
+		return "(nothing)"
+	}
+	return out
+}
+
+func (h *harness) setConfig(t *testing.T, k, v string) {
+	c := &h.cfg
+	switch k {
+	case "min_gap":
+		c.MinGap = dur(t, v)
+	case "switch":
+		c.SwitchCost = dur(t, v)
+	case "inflight":
+		c.InflightBudget = dur(t, v)
+	case "delay_budget":
+		f, _ := strconv.ParseFloat(v, 64)
+		c.DelayBudget = f
+	case "idle_alpha":
+		f, _ := strconv.ParseFloat(v, 64)
+		c.IdleAlpha = f
+	case "idle_floor":
+		c.IdleFloor = dur(t, v)
+	case "ttl":
+		c.HolderTTL = dur(t, v)
+	case "default_kernel":
+		c.DefaultKernel = dur(t, v)
+	case "skip":
+		c.SkipLimit, _ = strconv.Atoi(v)
+	case "hold":
+		c.HoldInterval = dur(t, v)
+	case "dead":
+		c.DeadAfter = dur(t, v)
+	case "runs":
+		c.ProfileRuns, _ = strconv.Atoi(v)
+	case "credit":
+		c.MaxCredit, _ = strconv.Atoi(v)
+	case "ewma":
+		f, _ := strconv.ParseFloat(v, 64)
+		c.GapEWMA = f
+	default:
+		t.Fatalf("unknown config key %q", k)
+	}
+}
+
+// buildProfile makes a complete profile from a scenario's description:
+// `profile name=A jct=4ms p90=20us typical_gap=10us` with one line per kernel
+// `<id> mean=… p90=… gap=…` (gap omitted: every gap spanned a run end).
+func buildProfile(t *testing.T, args map[string]string, input string) *profiler.Profile {
+	p := profiler.NewProfile(args["name"], "sim", 100)
+	p.Phase = profiler.PhaseSharing
+	p.Runs = 100
+	p.RunTime.Mean = float64(dur(t, args["jct"]))
+	p.Duration.P90 = float64(dur(t, args["p90"]))
+	p.Gap.P50 = float64(dur(t, args["typical_gap"]))
+	for _, line := range strings.Split(strings.TrimSpace(input), "\n") {
+		if line == "" {
+			continue
+		}
+		f := strings.Fields(line)
+		id, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			t.Fatalf("kernel id %q: %v", f[0], err)
+		}
+		k := &profiler.KernelStats{ID: id, Name: fmt.Sprintf("k%d", id)}
+		for _, kv := range f[1:] {
+			key, val, _ := strings.Cut(kv, "=")
+			switch key {
+			case "mean":
+				k.Duration.Mean = float64(dur(t, val))
+				k.Duration.Count = 100
+			case "p90":
+				k.Duration.P90 = float64(dur(t, val))
+			case "gap":
+				k.Gap.Mean = float64(dur(t, val))
+				k.Gap.Count = 100
+			default:
+				t.Fatalf("kernel field %q", key)
+			}
+		}
+		if k.Duration.P90 == 0 {
+			k.Duration.P90 = k.Duration.Mean
+		}
+		p.Kernels[id] = k
+	}
+	return p
+}
+
+func taskArg(t *testing.T, args map[string]string) TaskID {
+	return TaskID(num(t, args, "task", 0))
+}
+
+func num(t *testing.T, args map[string]string, key string, def int64) int64 {
+	v, ok := args[key]
+	if !ok {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", key, v, err)
+	}
+	return n
+}
+
+func dur(t *testing.T, s string) int64 {
+	if s == "" {
+		return 0
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		return int64(d)
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("duration %q: %v", s, err)
+	}
+	return n
+}
+
+func fmtDur(ns int64) string { return time.Duration(ns).String() }

@@ -1,0 +1,137 @@
+package scheduler
+
+import "sort"
+
+// task is the core's view of one registered task instance.
+type task struct {
+	id       TaskID
+	key      string
+	pid      uint32
+	prio     uint8
+	gpu      *gpu
+	model    string
+	role     Role
+	phase    Phase
+	credit   uint32 // launches it may still make without asking
+	lastSeen int64  // any message
+	// lastActive is the last launch (or registration): activity for HolderTTL.
+	lastActive int64
+	lastLaunch int64 // last launch of any kind, 0 if none
+	registered int64
+	lastKernel uint64
+	seq        uint32
+	lostSeq    uint64 // launches whose notification never arrived
+
+	est *Estimates
+	// gapCorr holds online-corrected gap predictions (GapEWMA > 0).
+	gapCorr map[uint64]int64
+
+	// Holder prediction state.
+	busyUntil  int64 // predicted end of this task's launched device work
+	nextLaunch int64 // predicted time of its next launch (0: unknown)
+	// predicted is the prediction the next launch will be compared with.
+	predicted    int64
+	inRun        bool
+	runStart     int64
+	runEnd       int64 // time of the last RunEnd
+	runGap       int64 // learned gap from a run end to the next launch (0: unknown)
+	runGaps      [4]int64
+	runGapN      int
+	jct          int64 // EWMA of observed run times in the sharing phase
+	delayUsed    int64 // expected delay charged to the current (or next) run
+	delayPending int64 // charged between runs, moves to the next run
+
+	prof *profiling // non-nil while profiling
+}
+
+// request is one waiting launch.
+type request struct {
+	t        *task
+	seq      uint32
+	kernel   uint64
+	est      int64 // predicted duration
+	arrived  int64
+	lastHold int64
+	skips    int
+}
+
+// gpu is one device's independent scheduling state.
+type gpu struct {
+	uuid  string
+	tasks []*task // sorted by id: deterministic iteration
+	// queues[p] holds waiting requests of priority p in arrival order.
+	queues [10][]*request
+	// lpBusyUntil is the predicted end of all granted low-priority work.
+	lpBusyUntil int64
+	// window is the currently open fill window (a predicted holder gap).
+	window fillWindow
+	// lpInWindow: low-priority work was granted since the holders last
+	// launched, so the holders' next kernel pays a context switch back.
+	lpInWindow bool
+	idle       bool  // holders idle: low priority runs within the budget
+	idleCap    int64 // the idle period's low-priority backlog cap
+}
+
+// fillWindow is a predicted stretch of holder idleness.
+type fillWindow struct {
+	open  bool
+	start int64 // the holders' predicted device work ends
+	end   int64 // the holders' predicted next launch
+}
+
+func (g *gpu) addTask(t *task) {
+	i := sort.Search(len(g.tasks), func(i int) bool { return g.tasks[i].id >= t.id })
+	g.tasks = append(g.tasks, nil)
+	copy(g.tasks[i+1:], g.tasks[i:])
+	g.tasks[i] = t
+}
+
+func (g *gpu) removeTask(t *task) {
+	for i, x := range g.tasks {
+		if x == t {
+			g.tasks = append(g.tasks[:i], g.tasks[i+1:]...)
+			break
+		}
+	}
+	for p := range g.queues {
+		q := g.queues[p][:0]
+		for _, r := range g.queues[p] {
+			if r.t != t {
+				q = append(q, r)
+			}
+		}
+		g.queues[p] = q
+	}
+}
+
+func (g *gpu) waiting() int {
+	n := 0
+	for p := range g.queues {
+		n += len(g.queues[p])
+	}
+	return n
+}
+
+func (g *gpu) holders() []*task {
+	var hs []*task
+	for _, t := range g.tasks {
+		if t.role == RoleHolder {
+			hs = append(hs, t)
+		}
+	}
+	return hs
+}
+
+func maxi(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+func mini(a, b int64) int64 {
+	if a < b {
+		return a
+	}
+	return b
+}
