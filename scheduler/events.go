@@ -120,12 +120,12 @@ type Heartbeat struct {
 // (and whenever else it likes).
 type Tick struct{ Now int64 }
 
-func (e TaskRegistered) at() int64  { return e.Now }
-func (e TaskLeft) at() int64        { return e.Now }
-func (e LaunchNotified) at() int64  { return e.Now }
-func (e LaunchRequested) at() int64 { return e.Now }
-func (e RunEnded) at() int64        { return e.Now }
-func (e Heartbeat) at() int64       { return e.Now }
+func (e TaskRegistered) at() int64       { return e.Now }
+func (e TaskLeft) at() int64             { return e.Now }
+func (e LaunchNotified) at() int64       { return e.Now }
+func (e LaunchRequested) at() int64      { return e.Now }
+func (e RunEnded) at() int64             { return e.Now }
+func (e Heartbeat) at() int64            { return e.Now }
 func (e MeasurementsReceived) at() int64 { return e.Now }
 func (e KernelInfoReceived) at() int64   { return e.Now }
-func (e Tick) at() int64            { return e.Now }
+func (e Tick) at() int64                 { return e.Now }
