@@ -1,0 +1,128 @@
+package udp
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Conn is the daemon's UDP socket. [Conn.Read] receives datagrams in batches
+// (recvmmsg on Linux) into buffers the Conn owns and reuses, and
+// [Conn.WriteBatch] sends replies in batches (sendmmsg on Linux), so the
+// receive loop neither allocates nor makes a system call per datagram.
+//
+// Read and Serve must be called from one goroutine at a time; WriteTo and
+// WriteBatch may be called from any goroutine, also while a Read is waiting.
+type Conn struct {
+	uc *net.UDPConn
+	rc syscall.RawConn
+
+	rd batchReader
+
+	wmu sync.Mutex
+	wr  batchWriter
+}
+
+// Datagram is one datagram to send with [Conn.WriteBatch].
+type Datagram struct {
+	Payload []byte
+	Addr    netip.AddrPort
+}
+
+const (
+	// batchSize is how many datagrams one system call reads or writes.
+	batchSize = 64
+	// readBufferSize is one byte more than MaxDatagram, so that a datagram
+	// that was too large arrives as MaxDatagram+1 bytes and fails to decode
+	// with ErrTooLarge instead of being silently cut to a valid size.
+	readBufferSize = MaxDatagram + 1
+	// socketBuffer is asked for as SO_RCVBUF and SO_SNDBUF; the kernel caps
+	// it (net.core.rmem_max).
+	socketBuffer = 4 << 20
+)
+
+// Listen opens a UDP socket on addr ("127.0.0.1:7070", ":7070", "[::1]:0").
+func Listen(addr string) (*Conn, error) {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	uc, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	// Best effort: a larger buffer absorbs bursts of launch notifications.
+	_ = uc.SetReadBuffer(socketBuffer)
+	_ = uc.SetWriteBuffer(socketBuffer)
+	rc, err := uc.SyscallConn()
+	if err != nil {
+		uc.Close()
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	c := &Conn{uc: uc, rc: rc}
+	if err := c.init(); err != nil {
+		uc.Close()
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	return c, nil
+}
+
+// LocalAddr returns the address the socket is bound to.
+func (c *Conn) LocalAddr() netip.AddrPort {
+	return c.uc.LocalAddr().(*net.UDPAddr).AddrPort()
+}
+
+// Read waits for at least one datagram and calls fn for each datagram of
+// the batch that arrived, with its payload and its sender (IPv4 senders on a
+// dual-stack socket as plain IPv4 addresses). p is only valid during the call
+// of fn: its buffer is reused. A datagram longer than MaxDatagram arrives cut
+// to MaxDatagram+1 bytes. Read returns the number of datagrams, or an error
+// wrapping net.ErrClosed once the Conn is closed.
+func (c *Conn) Read(fn func(p []byte, from netip.AddrPort)) (int, error) {
+	return c.read(fn)
+}
+
+// Serve calls Read until the Conn is closed, when it returns nil, or until
+// Read fails otherwise.
+func (c *Conn) Serve(fn func(p []byte, from netip.AddrPort)) error {
+	for {
+		if _, err := c.Read(fn); err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// SetReadDeadline makes a waiting Read return an error wrapping
+// os.ErrDeadlineExceeded at t (the zero time: never), so that one loop can
+// both receive and act at deadlines.
+func (c *Conn) SetReadDeadline(t time.Time) error {
+	return c.uc.SetReadDeadline(t)
+}
+
+// WriteTo sends one datagram.
+func (c *Conn) WriteTo(p []byte, to netip.AddrPort) error {
+	if _, err := c.uc.WriteToUDPAddrPort(p, to); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	return nil
+}
+
+// WriteBatch sends datagrams in order and returns how many were sent before
+// an error, if any. It does not keep references to ds.
+func (c *Conn) WriteBatch(ds []Datagram) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.writeBatch(ds)
+}
+
+// Close closes the socket; a waiting Read returns.
+func (c *Conn) Close() error {
+	return c.uc.Close()
+}

@@ -1,0 +1,37 @@
+//go:build !linux
+
+package udp
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// Without recvmmsg and sendmmsg, a batch is one datagram.
+
+type batchReader struct{ buf []byte }
+
+type batchWriter struct{}
+
+func (c *Conn) init() error {
+	c.rd.buf = make([]byte, readBufferSize)
+	return nil
+}
+
+func (c *Conn) read(fn func(p []byte, from netip.AddrPort)) (int, error) {
+	n, from, err := c.uc.ReadFromUDPAddrPort(c.rd.buf)
+	if err != nil {
+		return 0, fmt.Errorf("read: %w", err)
+	}
+	fn(c.rd.buf[:n], netip.AddrPortFrom(from.Addr().Unmap(), from.Port()))
+	return 1, nil
+}
+
+func (c *Conn) writeBatch(ds []Datagram) (int, error) {
+	for i, d := range ds {
+		if err := c.WriteTo(d.Payload, d.Addr); err != nil {
+			return i, err
+		}
+	}
+	return len(ds), nil
+}

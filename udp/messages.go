@@ -1,0 +1,331 @@
+package udp
+
+import "math"
+
+// Message is one of the protocol's messages: Register, LaunchNotify,
+// LaunchRequest, Measurements, RunEnd, Heartbeat, Goodbye, KernelInfo (hook →
+// daemon) and RegisterAck, Grant, Hold, State, Error (daemon → hook).
+//
+// Both a message value and a pointer to it are Messages; decoders return
+// pointers (*LaunchNotify, …), so type switches over decoded messages use the
+// pointer types.
+type Message interface {
+	Type() Type
+	put(v *values)
+}
+
+// decodable is a pointer to a message, which a decoder fills.
+type decodable interface {
+	Message
+	get(v *values)
+}
+
+// Register is the first message of a hook, once per device (type 1).
+type Register struct {
+	Seq        uint32   // registration attempt, echoed in RegisterAck
+	TaskKey    string   // identifies the service across restarts
+	PID        uint32   // process ID
+	Priority   uint8    // 0 (highest) to 9
+	DeviceUUID [16]byte // the GPU's UUID
+	DeviceName string   // the GPU's model name; profiles are per model
+	HookFlags  uint32   // hook capabilities, reserved (0)
+}
+
+// LaunchNotify reports a launch after the fact: a holder's launch or a
+// waiter's launch on credit (type 2).
+type LaunchNotify struct {
+	TaskID   uint32
+	Seq      uint32 // per-task launch counter shared with LaunchRequest, from 1
+	KernelID uint64
+}
+
+// LaunchRequest asks to launch; the daemon answers Grant or Hold (type 3).
+type LaunchRequest struct {
+	TaskID   uint32
+	Seq      uint32 // per-task launch counter shared with LaunchNotify, from 1
+	KernelID uint64
+}
+
+// Record is one measured kernel launch of a profiling run.
+type Record struct {
+	KernelID   uint64
+	DurationNS uint64      // the kernel's execution time
+	GapNS      uint64      // idle time from its end to the next kernel's start
+	Flags      RecordFlags // FlagGapSpansRunEnd, FlagOverlapped
+}
+
+// Measurements carries records of one run (type 4). A run's records may be
+// spread over several Measurements (see [PackMeasurements]); all are sent
+// before the run's RunEnd.
+type Measurements struct {
+	TaskID  uint32
+	Run     uint32
+	Records []Record
+}
+
+// RunEnd closes a run (type 5).
+type RunEnd struct {
+	TaskID  uint32
+	Run     uint32
+	Kernels uint32 // kernels launched in the run
+	RunNS   uint64 // the run's duration
+	Reason  RunEndReason
+}
+
+// Heartbeat tells the daemon the task is alive (type 6).
+type Heartbeat struct {
+	TaskID uint32
+}
+
+// Goodbye tells the daemon the task is leaving (type 7).
+type Goodbye struct {
+	TaskID uint32
+}
+
+// RegisterAck answers Register (type 8).
+type RegisterAck struct {
+	Seq         uint32 // Register.Seq echoed
+	TaskID      uint32
+	Role        Role
+	Phase       Phase
+	ProfileRuns uint32 // runs the profiling phase lasts
+	HeartbeatMS uint32 // interval at which the hook sends Heartbeat
+}
+
+// Grant lets a waiter launch (type 9).
+type Grant struct {
+	TaskID uint32
+	Seq    uint32 // the LaunchRequest's seq
+	Credit uint32 // further launches allowed without a LaunchRequest
+}
+
+// Hold tells a waiter it is still queued: keep waiting and reset the grant
+// timeout (type 10).
+type Hold struct {
+	TaskID uint32
+	Seq    uint32
+}
+
+// State is an unsolicited change of role, phase or credit (type 11). Credit
+// 0 revokes credit.
+type State struct {
+	TaskID uint32
+	Role   Role
+	Phase  Phase
+	Credit uint32
+}
+
+// Error reports a problem with a message the daemon received (type 12).
+type Error struct {
+	Code    ErrorCode
+	TaskID  uint32 // 0 if unknown
+	Message string
+}
+
+// KernelInfo describes a kernel ID while profiling (type 13): sent once per
+// kernel ID per registration, before the first Measurements that mention it.
+// [Append] cuts a Name too long for one datagram.
+type KernelInfo struct {
+	TaskID   uint32
+	KernelID uint64
+	Name     string // mangled, as the driver reports it
+	Grid     [3]uint32
+	Block    [3]uint32
+}
+
+// The wire schema: the fields of each type after [version, type, …].
+
+type kind uint8
+
+const (
+	kUint    kind = iota // an unsigned integer in [lo, hi]
+	kStr                 // msgpack str
+	kBin16               // msgpack bin of 16 bytes
+	kTriple              // array of 3 u32
+	kRecords             // array of [u64, u64, u64, u8 flags]
+)
+
+type field struct {
+	name   string
+	kind   kind
+	lo, hi uint64 // kUint only
+}
+
+// maxFields is the largest number of fields of any type.
+const maxFields = 7
+
+func u8(name string) field                  { return field{name, kUint, 0, math.MaxUint8} }
+func u32(name string) field                 { return field{name, kUint, 0, math.MaxUint32} }
+func u64(name string) field                 { return field{name, kUint, 0, math.MaxUint64} }
+func enum(name string, lo, hi uint64) field { return field{name, kUint, lo, hi} }
+
+var schemas = [...][]field{
+	TypeRegister: {u32("seq"), {name: "task_key", kind: kStr}, u32("pid"), enum("priority", 0, 9),
+		{name: "device_uuid", kind: kBin16}, {name: "device_name", kind: kStr}, u32("hook_flags")},
+	TypeLaunchNotify:  {u32("task_id"), u32("seq"), u64("kernel_id")},
+	TypeLaunchRequest: {u32("task_id"), u32("seq"), u64("kernel_id")},
+	TypeMeasurements:  {u32("task_id"), u32("run"), {name: "records", kind: kRecords}},
+	TypeRunEnd: {u32("task_id"), u32("run"), u32("kernels"), u64("run_ns"),
+		enum("reason", uint64(ReasonStreamSync), uint64(ReasonExplicit))},
+	TypeHeartbeat: {u32("task_id")},
+	TypeGoodbye:   {u32("task_id")},
+	TypeRegisterAck: {u32("seq"), u32("task_id"), enum("role", uint64(RoleHolder), uint64(RoleWaiter)),
+		enum("phase", uint64(PhaseProfiling), uint64(PhaseSharing)), u32("profile_runs"), u32("heartbeat_ms")},
+	TypeGrant: {u32("task_id"), u32("seq"), u32("credit")},
+	TypeHold:  {u32("task_id"), u32("seq")},
+	TypeState: {u32("task_id"), enum("role", uint64(RoleHolder), uint64(RoleWaiter)),
+		enum("phase", uint64(PhaseProfiling), uint64(PhaseSharing)), u32("credit")},
+	TypeError: {enum("code", uint64(CodeUnknownTask), uint64(CodeOverloaded)), u32("task_id"),
+		{name: "message", kind: kStr}},
+	TypeKernelInfo: {u32("task_id"), u64("kernel_id"), {name: "name", kind: kStr},
+		{name: "grid", kind: kTriple}, {name: "block", kind: kTriple}},
+}
+
+// Record flags: the only u8 inside records.
+var flagsField = enum("flags", 0, uint64(recordFlagsMask))
+
+// schemaOf returns the fields of t, or nil if t is not a valid type.
+func schemaOf(t Type) []field {
+	if !t.Valid() {
+		return nil
+	}
+	return schemas[t]
+}
+
+// values holds the fields of one message by schema position, as the generic
+// encoder, decoder and text format see them.
+type values struct {
+	u    [maxFields]uint64
+	s    [maxFields]string
+	t    [maxFields][3]uint32
+	uuid [16]byte
+	r    []Record
+}
+
+func (m Register) Type() Type { return TypeRegister }
+func (m Register) put(v *values) {
+	v.u[0], v.s[1], v.u[2], v.u[3] = uint64(m.Seq), m.TaskKey, uint64(m.PID), uint64(m.Priority)
+	v.uuid, v.s[5], v.u[6] = m.DeviceUUID, m.DeviceName, uint64(m.HookFlags)
+}
+func (m *Register) get(v *values) {
+	*m = Register{Seq: uint32(v.u[0]), TaskKey: v.s[1], PID: uint32(v.u[2]), Priority: uint8(v.u[3]),
+		DeviceUUID: v.uuid, DeviceName: v.s[5], HookFlags: uint32(v.u[6])}
+}
+
+func (m LaunchNotify) Type() Type { return TypeLaunchNotify }
+func (m LaunchNotify) put(v *values) {
+	v.u[0], v.u[1], v.u[2] = uint64(m.TaskID), uint64(m.Seq), m.KernelID
+}
+func (m *LaunchNotify) get(v *values) {
+	*m = LaunchNotify{TaskID: uint32(v.u[0]), Seq: uint32(v.u[1]), KernelID: v.u[2]}
+}
+
+func (m LaunchRequest) Type() Type { return TypeLaunchRequest }
+func (m LaunchRequest) put(v *values) {
+	v.u[0], v.u[1], v.u[2] = uint64(m.TaskID), uint64(m.Seq), m.KernelID
+}
+func (m *LaunchRequest) get(v *values) {
+	*m = LaunchRequest{TaskID: uint32(v.u[0]), Seq: uint32(v.u[1]), KernelID: v.u[2]}
+}
+
+func (m Measurements) Type() Type { return TypeMeasurements }
+func (m Measurements) put(v *values) {
+	v.u[0], v.u[1], v.r = uint64(m.TaskID), uint64(m.Run), m.Records
+}
+func (m *Measurements) get(v *values) {
+	*m = Measurements{TaskID: uint32(v.u[0]), Run: uint32(v.u[1]), Records: v.r}
+}
+
+func (m RunEnd) Type() Type { return TypeRunEnd }
+func (m RunEnd) put(v *values) {
+	v.u[0], v.u[1], v.u[2], v.u[3], v.u[4] = uint64(m.TaskID), uint64(m.Run), uint64(m.Kernels), m.RunNS, uint64(m.Reason)
+}
+func (m *RunEnd) get(v *values) {
+	*m = RunEnd{TaskID: uint32(v.u[0]), Run: uint32(v.u[1]), Kernels: uint32(v.u[2]), RunNS: v.u[3],
+		Reason: RunEndReason(v.u[4])}
+}
+
+func (m Heartbeat) Type() Type     { return TypeHeartbeat }
+func (m Heartbeat) put(v *values)  { v.u[0] = uint64(m.TaskID) }
+func (m *Heartbeat) get(v *values) { *m = Heartbeat{TaskID: uint32(v.u[0])} }
+func (m Goodbye) Type() Type       { return TypeGoodbye }
+func (m Goodbye) put(v *values)    { v.u[0] = uint64(m.TaskID) }
+func (m *Goodbye) get(v *values)   { *m = Goodbye{TaskID: uint32(v.u[0])} }
+func (m RegisterAck) Type() Type   { return TypeRegisterAck }
+func (m Grant) Type() Type         { return TypeGrant }
+func (m Hold) Type() Type          { return TypeHold }
+func (m State) Type() Type         { return TypeState }
+func (m Error) Type() Type         { return TypeError }
+func (m KernelInfo) Type() Type    { return TypeKernelInfo }
+
+func (m RegisterAck) put(v *values) {
+	v.u[0], v.u[1], v.u[2], v.u[3], v.u[4], v.u[5] = uint64(m.Seq), uint64(m.TaskID), uint64(m.Role),
+		uint64(m.Phase), uint64(m.ProfileRuns), uint64(m.HeartbeatMS)
+}
+func (m *RegisterAck) get(v *values) {
+	*m = RegisterAck{Seq: uint32(v.u[0]), TaskID: uint32(v.u[1]), Role: Role(v.u[2]), Phase: Phase(v.u[3]),
+		ProfileRuns: uint32(v.u[4]), HeartbeatMS: uint32(v.u[5])}
+}
+
+func (m Grant) put(v *values) {
+	v.u[0], v.u[1], v.u[2] = uint64(m.TaskID), uint64(m.Seq), uint64(m.Credit)
+}
+func (m *Grant) get(v *values) {
+	*m = Grant{TaskID: uint32(v.u[0]), Seq: uint32(v.u[1]), Credit: uint32(v.u[2])}
+}
+
+func (m Hold) put(v *values)  { v.u[0], v.u[1] = uint64(m.TaskID), uint64(m.Seq) }
+func (m *Hold) get(v *values) { *m = Hold{TaskID: uint32(v.u[0]), Seq: uint32(v.u[1])} }
+
+func (m State) put(v *values) {
+	v.u[0], v.u[1], v.u[2], v.u[3] = uint64(m.TaskID), uint64(m.Role), uint64(m.Phase), uint64(m.Credit)
+}
+func (m *State) get(v *values) {
+	*m = State{TaskID: uint32(v.u[0]), Role: Role(v.u[1]), Phase: Phase(v.u[2]), Credit: uint32(v.u[3])}
+}
+
+func (m Error) put(v *values) { v.u[0], v.u[1], v.s[2] = uint64(m.Code), uint64(m.TaskID), m.Message }
+func (m *Error) get(v *values) {
+	*m = Error{Code: ErrorCode(v.u[0]), TaskID: uint32(v.u[1]), Message: v.s[2]}
+}
+
+func (m KernelInfo) put(v *values) {
+	v.u[0], v.u[1], v.s[2], v.t[3], v.t[4] = uint64(m.TaskID), m.KernelID, m.Name, m.Grid, m.Block
+}
+func (m *KernelInfo) get(v *values) {
+	*m = KernelInfo{TaskID: uint32(v.u[0]), KernelID: v.u[1], Name: v.s[2], Grid: v.t[3], Block: v.t[4]}
+}
+
+// newMessage returns a pointer to a new zero message of type t, which must be
+// valid.
+func newMessage(t Type) decodable {
+	switch t {
+	case TypeRegister:
+		return new(Register)
+	case TypeLaunchNotify:
+		return new(LaunchNotify)
+	case TypeLaunchRequest:
+		return new(LaunchRequest)
+	case TypeMeasurements:
+		return new(Measurements)
+	case TypeRunEnd:
+		return new(RunEnd)
+	case TypeHeartbeat:
+		return new(Heartbeat)
+	case TypeGoodbye:
+		return new(Goodbye)
+	case TypeRegisterAck:
+		return new(RegisterAck)
+	case TypeGrant:
+		return new(Grant)
+	case TypeHold:
+		return new(Hold)
+	case TypeState:
+		return new(State)
+	case TypeError:
+		return new(Error)
+	case TypeKernelInfo:
+		return new(KernelInfo)
+	}
+	panic("udp: newMessage of invalid type " + t.String())
+}

@@ -1,0 +1,189 @@
+package udp
+
+import "strconv"
+
+// ProtocolVersion is the first element of every datagram.
+const ProtocolVersion = 1
+
+// MaxDatagram is the largest datagram either side sends or accepts, in bytes.
+const MaxDatagram = 1400
+
+// Type is the second element of every datagram: which message follows.
+type Type uint8
+
+// Message types. 1–7 and 13 go from hook to daemon, 8–12 from daemon to hook.
+const (
+	TypeRegister      Type = 1
+	TypeLaunchNotify  Type = 2
+	TypeLaunchRequest Type = 3
+	TypeMeasurements  Type = 4
+	TypeRunEnd        Type = 5
+	TypeHeartbeat     Type = 6
+	TypeGoodbye       Type = 7
+	TypeRegisterAck   Type = 8
+	TypeGrant         Type = 9
+	TypeHold          Type = 10
+	TypeState         Type = 11
+	TypeError         Type = 12
+	TypeKernelInfo    Type = 13
+)
+
+var typeNames = [...]string{
+	TypeRegister:      "Register",
+	TypeLaunchNotify:  "LaunchNotify",
+	TypeLaunchRequest: "LaunchRequest",
+	TypeMeasurements:  "Measurements",
+	TypeRunEnd:        "RunEnd",
+	TypeHeartbeat:     "Heartbeat",
+	TypeGoodbye:       "Goodbye",
+	TypeRegisterAck:   "RegisterAck",
+	TypeGrant:         "Grant",
+	TypeHold:          "Hold",
+	TypeState:         "State",
+	TypeError:         "Error",
+	TypeKernelInfo:    "KernelInfo",
+}
+
+// Valid reports whether t is a message type of this protocol version.
+func (t Type) Valid() bool {
+	return int(t) < len(typeNames) && typeNames[t] != ""
+}
+
+func (t Type) String() string {
+	if t.Valid() {
+		return typeNames[t]
+	}
+	return "Type(" + strconv.Itoa(int(t)) + ")"
+}
+
+// Role is what the daemon lets a task do (RegisterAck, State).
+type Role uint8
+
+const (
+	// RoleHolder launches freely and notifies after the fact.
+	RoleHolder Role = 1
+	// RoleWaiter asks (LaunchRequest) before each launch unless it has credit.
+	RoleWaiter Role = 2
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleHolder:
+		return "holder"
+	case RoleWaiter:
+		return "waiter"
+	}
+	return "Role(" + strconv.Itoa(int(r)) + ")"
+}
+
+// Phase is where a task is in its life (RegisterAck, State).
+type Phase uint8
+
+const (
+	// PhaseProfiling: the hook measures every launch.
+	PhaseProfiling Phase = 1
+	// PhaseSharing: the profile is complete and used for gap filling.
+	PhaseSharing Phase = 2
+)
+
+func (p Phase) String() string {
+	switch p {
+	case PhaseProfiling:
+		return "profiling"
+	case PhaseSharing:
+		return "sharing"
+	}
+	return "Phase(" + strconv.Itoa(int(p)) + ")"
+}
+
+// RunEndReason says what ended a run (RunEnd).
+type RunEndReason uint8
+
+const (
+	ReasonStreamSync  RunEndReason = 1 // cuStreamSynchronize
+	ReasonContextSync RunEndReason = 2 // cuCtxSynchronize
+	ReasonEventSync   RunEndReason = 3 // cuEventSynchronize
+	ReasonCopyToHost  RunEndReason = 4 // a synchronous device-to-host copy
+	ReasonExplicit    RunEndReason = 5 // fikit_run_end()
+)
+
+func (r RunEndReason) String() string {
+	switch r {
+	case ReasonStreamSync:
+		return "stream-sync"
+	case ReasonContextSync:
+		return "context-sync"
+	case ReasonEventSync:
+		return "event-sync"
+	case ReasonCopyToHost:
+		return "copy-to-host"
+	case ReasonExplicit:
+		return "explicit"
+	}
+	return "RunEndReason(" + strconv.Itoa(int(r)) + ")"
+}
+
+// ErrorCode is the code of an Error message.
+type ErrorCode uint8
+
+const (
+	CodeUnknownTask        ErrorCode = 1 // the hook re-registers
+	CodeUnsupportedVersion ErrorCode = 2
+	CodeMalformed          ErrorCode = 3
+	CodeInvalidValue       ErrorCode = 4
+	CodeOverloaded         ErrorCode = 5
+)
+
+func (c ErrorCode) String() string {
+	switch c {
+	case CodeUnknownTask:
+		return "unknown task"
+	case CodeUnsupportedVersion:
+		return "unsupported version"
+	case CodeMalformed:
+		return "malformed"
+	case CodeInvalidValue:
+		return "invalid value"
+	case CodeOverloaded:
+		return "overloaded"
+	}
+	return "ErrorCode(" + strconv.Itoa(int(c)) + ")"
+}
+
+// RecordFlags qualify a measurement Record.
+type RecordFlags uint8
+
+const (
+	// FlagGapSpansRunEnd: the gap after this kernel runs past a run end; it
+	// is not an inter-kernel gap.
+	FlagGapSpansRunEnd RecordFlags = 1 << 0
+	// FlagOverlapped: the kernel overlapped another kernel of the same task
+	// (multi-stream); its gap is clamped to 0.
+	FlagOverlapped RecordFlags = 1 << 1
+
+	// recordFlagsMask holds every defined flag.
+	recordFlagsMask = FlagGapSpansRunEnd | FlagOverlapped
+)
+
+func (f RecordFlags) String() string {
+	if f == 0 {
+		return "0"
+	}
+	s := ""
+	add := func(name string) {
+		if s != "" {
+			s += "|"
+		}
+		s += name
+	}
+	if f&FlagGapSpansRunEnd != 0 {
+		add("gap-spans-run-end")
+	}
+	if f&FlagOverlapped != 0 {
+		add("overlapped")
+	}
+	if rest := f &^ recordFlagsMask; rest != 0 {
+		add("0x" + strconv.FormatUint(uint64(rest), 16))
+	}
+	return s
+}
