@@ -14,6 +14,7 @@ type KernelEstimate struct {
 // hot path does map lookups of plain integers only.
 type Estimates struct {
 	Kernels      map[uint64]KernelEstimate
+	MeanNs       int64 // task-level mean kernel duration
 	P90Ns        int64 // task-level p90 kernel duration
 	TypicalGapNs int64 // task-level typical inter-kernel gap
 	MeanJCTNs    int64 // mean run time while profiled
@@ -23,6 +24,7 @@ type Estimates struct {
 func EstimatesFromProfile(p *profiler.Profile) *Estimates {
 	e := &Estimates{
 		Kernels:      make(map[uint64]KernelEstimate, len(p.Kernels)),
+		MeanNs:       int64(p.Duration.Mean),
 		P90Ns:        int64(p.P90Duration()),
 		TypicalGapNs: int64(p.TypicalGap()),
 		MeanJCTNs:    int64(p.MeanJCT()),

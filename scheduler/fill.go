@@ -15,8 +15,11 @@ func (n *Node) notified(t *task, seq uint32, kernel uint64) {
 	}
 	g := t.gpu
 	if t.credit > 0 {
-		// Its predicted time was reserved when the credit was given.
+		// The launch turns its reservation into predicted work.
 		t.credit--
+		g.reservedNs = maxi(0, g.reservedNs-n.perCredit(t))
+		g.lpBusyUntil = maxi(g.lpBusyUntil, n.now) + n.meanDuration(t, kernel)
+		n.topUp(t)
 	} else {
 		// A fail-open launch, or one the hook made before it learned its
 		// role: account for it all the same.
@@ -95,7 +98,9 @@ func (n *Node) holderLaunch(h *task, k uint64) {
 	g := h.gpu
 	now := n.now
 	if h.predicted > 0 {
-		err := now - h.predicted
+		// Compare device-side: the kernel starts when it arrives or when
+		// the holder's earlier work ends, whichever is later.
+		err := maxi(now, h.busyUntil) - h.predicted
 		n.stats.PredictionSamples++
 		n.stats.PredictionErrNs += err
 		if err < 0 {
@@ -132,8 +137,10 @@ func (n *Node) holderLaunch(h *task, k uint64) {
 		n.stats.EarlyStops++
 	}
 	g.window.open = false
-	if g.idle {
-		g.idle = false
+	g.idle = false
+	if g.lpInWindow {
+		// Whatever the low-priority tasks may still launch on credit would
+		// now delay the holder: take it back.
 		n.revokeCredit(g)
 	}
 	g.lpInWindow = false
@@ -170,6 +177,28 @@ func (n *Node) duration(t *task, k uint64) int64 {
 		return ke.MeanNs
 	}
 	return n.estimate(t, k)
+}
+
+// meanDuration is the expected duration of a low-priority kernel that was
+// launched: its mean, else the task's mean, else the conservative estimate.
+func (n *Node) meanDuration(t *task, k uint64) int64 {
+	if ke, ok := t.est.kernel(k); ok && ke.MeanNs > 0 {
+		return ke.MeanNs
+	}
+	if t.est != nil && t.est.MeanNs > 0 {
+		return t.est.MeanNs
+	}
+	return n.estimate(t, k)
+}
+
+// perCredit is the GPU time reserved for one launch on credit, whose kernel
+// is not known yet: the task's mean kernel duration. Each credited launch
+// then accounts its own kernel's mean.
+func (n *Node) perCredit(t *task) int64 {
+	if t.est != nil && t.est.MeanNs > 0 {
+		return t.est.MeanNs
+	}
+	return n.estimate(t, 0)
 }
 
 // estimate is the conservative duration of a waiting kernel: its p90, else
@@ -237,6 +266,7 @@ func (n *Node) updateWindow(g *gpu) {
 	if w.open && w.end-w.start >= n.cfg.MinGap {
 		if !g.window.open || g.window.end != w.end {
 			n.stats.Windows++
+			g.opp++
 		}
 		g.window = w
 	} else {
@@ -306,6 +336,7 @@ func (n *Node) schedule(g *gpu) {
 // charged to their next run up front.
 func (n *Node) startIdle(g *gpu) {
 	g.idle = true
+	g.opp++
 	n.stats.IdlePeriods++
 	sw := n.cfg.SwitchCost
 	if g.lpInWindow {
@@ -314,6 +345,7 @@ func (n *Node) startIdle(g *gpu) {
 	g.idleCap = mini(n.cfg.InflightBudget, n.budgetLeft(g)-sw)
 	if g.idleCap <= 0 {
 		g.idleCap = 0
+		n.passOver(g)
 		return
 	}
 	n.charge(g, sw+g.idleCap)
@@ -361,25 +393,27 @@ func (n *Node) fillWindow(g *gpu) {
 		// The first low-priority kernel in this window costs the holders a
 		// context switch back when they return.
 		if n.budgetLeft(g) < n.cfg.SwitchCost {
+			n.passOver(g)
 			return
 		}
 	}
 	for {
-		start := maxi(maxi(n.now, w.start), g.lpBusyUntil)
+		start := maxi(maxi(n.now, w.start), g.lpBusyUntil) + g.reservedNs
 		if !g.lpInWindow {
 			start += n.cfg.SwitchCost // switching to the low-priority context
 		}
 		room := w.end - start
 		r := n.bestPrioFit(g, room)
 		if r == nil {
+			n.passOver(g)
 			return
 		}
 		if !g.lpInWindow {
 			n.charge(g, n.cfg.SwitchCost)
 			g.lpInWindow = true
 		}
-		g.lpBusyUntil = start + r.est
-		credit := n.creditFor(r.t, w.end-g.lpBusyUntil)
+		g.lpBusyUntil = start - g.reservedNs + r.est
+		credit := n.creditFor(r.t, w.end-g.lpBusyUntil-g.reservedNs)
 		n.grant(r, credit)
 	}
 }
@@ -388,13 +422,14 @@ func (n *Node) fillWindow(g *gpu) {
 // predicted low-priority backlog within the idle period's cap.
 func (n *Node) fillIdle(g *gpu) {
 	for {
-		backlog := maxi(0, g.lpBusyUntil-n.now)
+		backlog := maxi(0, g.lpBusyUntil-n.now) + g.reservedNs
 		r := n.firstFit(g, g.idleCap-backlog, backlog == 0)
 		if r == nil {
+			n.passOver(g)
 			return
 		}
 		g.lpBusyUntil = maxi(g.lpBusyUntil, n.now) + r.est
-		credit := n.creditFor(r.t, g.idleCap-(g.lpBusyUntil-n.now))
+		credit := n.creditFor(r.t, g.idleCap-(g.lpBusyUntil-n.now)-g.reservedNs)
 		n.grant(r, credit)
 	}
 }
@@ -441,17 +476,19 @@ func (n *Node) bestPrioFit(g *gpu, room int64) *request {
 }
 
 // firstFit picks, in priority order and arrival order within a priority
-// (starving kernels first), the first waiting kernel that fits room; with
-// any, the first waiting kernel regardless of size.
-func (n *Node) firstFit(g *gpu, room int64, any bool) *request {
+// (starving kernels first), the first waiting kernel that fits room. With
+// idleGPU, a starving kernel goes even if it does not fit: otherwise a kernel
+// longer than any budget would never run.
+func (n *Node) firstFit(g *gpu, room int64, idleGPU bool) *request {
 	hp := n.holderPrio(g)
 	for pass := 0; pass < 2; pass++ {
 		for p := int(hp) + 1; p < len(g.queues); p++ {
 			for i, r := range g.queues[p] {
-				if pass == 0 && r.skips <= n.cfg.SkipLimit {
+				starving := r.skips > n.cfg.SkipLimit
+				if pass == 0 && !starving {
 					continue
 				}
-				if r.est <= room || any {
+				if r.est <= room || (idleGPU && starving) {
 					n.take(g, p, i)
 					return r
 				}
@@ -461,14 +498,21 @@ func (n *Node) firstFit(g *gpu, room int64, any bool) *request {
 	return nil
 }
 
-// take removes request i of priority p and counts a skip for everything
-// still waiting.
+// take removes request i of priority p from its queue.
 func (n *Node) take(g *gpu, p, i int) {
 	q := g.queues[p]
 	g.queues[p] = append(q[:i:i], q[i+1:]...)
-	for pp := range g.queues {
-		for _, r := range g.queues[pp] {
-			r.skips++
+}
+
+// passOver counts one skip for every request still waiting after a fill
+// opportunity (a window or an idle period), once per opportunity.
+func (n *Node) passOver(g *gpu) {
+	for p := range g.queues {
+		for _, r := range g.queues[p] {
+			if r.lastOpp != g.opp {
+				r.lastOpp = g.opp
+				r.skips++
+			}
 		}
 	}
 }
@@ -478,7 +522,7 @@ func (n *Node) creditFor(t *task, room int64) uint32 {
 	if n.cfg.MaxCredit == 0 || room <= 0 {
 		return 0
 	}
-	per := n.estimate(t, 0)
+	per := n.perCredit(t)
 	c := room / per
 	if c > int64(n.cfg.MaxCredit) {
 		c = int64(n.cfg.MaxCredit)
@@ -486,12 +530,48 @@ func (n *Node) creditFor(t *task, room int64) uint32 {
 	return uint32(c)
 }
 
+// topUp renews a waiter's credit while the current idle period or window
+// still has room, so a task running on credit does not stall for a round
+// trip each time its credit runs out. It is sent as a Grant for the task's
+// latest launch: "launches after seq may go without asking", which stays
+// exact however many launches are in flight. Waiting requests of others
+// come first.
+func (n *Node) topUp(t *task) {
+	g := t.gpu
+	var room int64
+	switch {
+	case g.idle && g.idleCap > 0:
+		room = g.idleCap - maxi(0, g.lpBusyUntil-n.now) - g.reservedNs
+	case g.window.open && n.now < g.window.end:
+		room = g.window.end - maxi(n.now, g.lpBusyUntil) - g.reservedNs
+	default:
+		return
+	}
+	if g.waiting() > 0 || n.cfg.MaxCredit == 0 {
+		return
+	}
+	per := n.perCredit(t)
+	k := room / per
+	if k > int64(n.cfg.MaxCredit)-int64(t.credit) {
+		k = int64(n.cfg.MaxCredit) - int64(t.credit)
+	}
+	// Renew only when it matters: the new credit is at least half the total.
+	if k <= 0 || 2*k < int64(t.credit)+k {
+		return
+	}
+	g.reservedNs += k * per
+	t.credit += uint32(k)
+	n.stats.Credited += uint64(k)
+	n.stats.TopUps++
+	n.out.Grants = append(n.out.Grants, Grant{Task: t.id, Seq: t.seq, Credit: t.credit})
+}
+
 // grant lets request r go with credit further launches, reserving their
 // predicted time.
 func (n *Node) grant(r *request, credit uint32) {
 	g := r.t.gpu
 	if credit > 0 {
-		g.lpBusyUntil += int64(credit) * n.estimate(r.t, 0)
+		g.reservedNs += int64(credit) * n.perCredit(r.t)
 		r.t.credit += credit
 		n.stats.Credited += uint64(credit)
 	}
@@ -508,7 +588,7 @@ func (n *Node) grant(r *request, credit uint32) {
 func (n *Node) revokeCredit(g *gpu) {
 	for _, t := range g.tasks {
 		if t.role == RoleWaiter && t.credit > 0 {
-			g.lpBusyUntil = maxi(n.now, g.lpBusyUntil-int64(t.credit)*n.estimate(t, 0))
+			g.reservedNs = maxi(0, g.reservedNs-int64(t.credit)*n.perCredit(t))
 			n.stats.Revoked += uint64(t.credit)
 			t.credit = 0
 			n.out.States = append(n.out.States, StateChange{Task: t.id, Role: t.role, Phase: t.phase})

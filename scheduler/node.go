@@ -174,6 +174,7 @@ func (n *Node) register(e TaskRegistered) error {
 // remove forgets a task: its requests, credit and role go with it.
 func (n *Node) remove(t *task) {
 	g := t.gpu
+	n.dropCredit(t)
 	g.removeTask(t)
 	delete(n.tasks, t.id)
 	n.stats.Left++
@@ -217,7 +218,7 @@ func (n *Node) electHolders(g *gpu, quiet *task) {
 		prev := t.role
 		t.role = role
 		if role == RoleHolder {
-			t.credit = 0
+			n.dropCredit(t)
 			// Nothing of a holder waits: let its queued launches go.
 			for _, r := range g.queues[t.prio] {
 				if r.t == t {
@@ -235,6 +236,14 @@ func (n *Node) electHolders(g *gpu, quiet *task) {
 		}
 	}
 	n.updateWindow(g)
+}
+
+// dropCredit forgets a task's unused credit and its reservation.
+func (n *Node) dropCredit(t *task) {
+	if t.credit > 0 {
+		t.gpu.reservedNs = maxi(0, t.gpu.reservedNs-int64(t.credit)*n.perCredit(t))
+		t.credit = 0
+	}
 }
 
 func (n *Node) dequeueTask(g *gpu, t *task) {
@@ -344,6 +353,7 @@ type Stats struct {
 	Tasks, Waiting                      int
 	Registered, Left, Dropped           uint64
 	Grants, Holds, Credited, Revoked    uint64
+	TopUps                              uint64 // credit renewed without a request
 	Windows, IdlePeriods, EarlyStops    uint64
 	GrantedNs                           int64 // predicted low-priority GPU time granted
 	UnscheduledLaunches, LostNotifies   uint64

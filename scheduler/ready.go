@@ -16,8 +16,9 @@ type Ack struct {
 	HeartbeatNs int64
 }
 
-// Grant lets a waiting launch go, with Credit further launches that need not
-// ask.
+// Grant lets launch Seq go, and the Credit launches after it go without
+// asking. A Grant whose Seq is not a waiting request renews credit: the
+// launches after Seq (the latest the core saw) may go, Credit of them.
 type Grant struct {
 	Task   TaskID
 	Seq    uint32

@@ -52,7 +52,8 @@ type request struct {
 	est      int64 // predicted duration
 	arrived  int64
 	lastHold int64
-	skips    int
+	skips    int    // fill opportunities that passed it over
+	lastOpp  uint64 // the opportunity its last skip was counted for
 }
 
 // gpu is one device's independent scheduling state.
@@ -61,15 +62,18 @@ type gpu struct {
 	tasks []*task // sorted by id: deterministic iteration
 	// queues[p] holds waiting requests of priority p in arrival order.
 	queues [10][]*request
-	// lpBusyUntil is the predicted end of all granted low-priority work.
+	// lpBusyUntil is the predicted end of the low-priority work granted or
+	// launched; reservedNs the GPU time set aside for credit not used yet.
 	lpBusyUntil int64
+	reservedNs  int64
 	// window is the currently open fill window (a predicted holder gap).
 	window fillWindow
 	// lpInWindow: low-priority work was granted since the holders last
 	// launched, so the holders' next kernel pays a context switch back.
 	lpInWindow bool
-	idle       bool  // holders idle: low priority runs within the budget
-	idleCap    int64 // the idle period's low-priority backlog cap
+	idle       bool   // holders idle: low priority runs within the budget
+	opp        uint64 // fill opportunities so far (windows, idle periods)
+	idleCap    int64  // the idle period's low-priority backlog cap
 }
 
 // fillWindow is a predicted stretch of holder idleness.

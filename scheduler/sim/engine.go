@@ -1,0 +1,370 @@
+package sim
+
+import (
+	"container/heap"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/fikit/fikit/scheduler"
+	"github.com/fikit/fikit/simgpu/devmodel"
+)
+
+// event kinds on the virtual clock.
+type evKind int
+
+const (
+	evArrive  evKind = iota // a service's next run arrives
+	evLaunch                // a service's host time before its next launch is over
+	evGrant                 // a grant reaches a waiting service
+	evState                 // a role/credit change reaches a service
+	evCore                  // a message reaches the core
+	evTick                  // the core's deadline
+	evPostRun               // a service's post-processing is over
+)
+
+type event struct {
+	at   int64
+	seq  uint64 // insertion order: ties run in the order scheduled
+	kind evKind
+	svc  *svcState
+	// core message or decision
+	core  scheduler.Event
+	grant scheduler.Grant
+	state scheduler.StateChange
+}
+
+type queue []*event
+
+func (q queue) Len() int { return len(q) }
+func (q queue) Less(i, j int) bool {
+	if q[i].at != q[j].at {
+		return q[i].at < q[j].at
+	}
+	return q[i].seq < q[j].seq
+}
+func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *queue) Push(x any)   { *q = append(*q, x.(*event)) }
+func (q *queue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+type sim struct {
+	opts     Options
+	dev      *devmodel.Device
+	core     *scheduler.Node
+	svcs     []*svcState
+	byCtx    map[int]*svcState
+	byID     map[scheduler.TaskID]*svcState
+	q        queue
+	seq      uint64
+	now      int64
+	tickAt   int64 // the core tick currently scheduled (0: none)
+	busy     map[int]int64
+	segs     []devmodel.Segment
+	keepSegs bool
+}
+
+func newSim(opts Options, specs []Service) (*sim, error) {
+	dev, err := devmodel.New(opts.Device, 0)
+	if err != nil {
+		return nil, fmt.Errorf("sim: device: %w", err)
+	}
+	s := &sim{opts: opts, dev: dev, byCtx: map[int]*svcState{}, byID: map[scheduler.TaskID]*svcState{},
+		busy: map[int]int64{}, keepSegs: true}
+	if opts.Mode == Fikit {
+		if s.core, err = scheduler.New(opts.Scheduler); err != nil {
+			dev.Close()
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+	}
+	for i, sp := range specs {
+		if len(sp.Kernels) == 0 {
+			dev.Close()
+			return nil, fmt.Errorf("sim: service %q has no kernels", sp.Name)
+		}
+		ctx, err := dev.OpenContext(uint32(i + 1))
+		if err != nil {
+			dev.Close()
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+		st := &svcState{spec: sp, id: scheduler.TaskID(i + 1), ctx: ctx, role: scheduler.RoleHolder,
+			rng: rand.New(rand.NewPCG(sp.Seed, uint64(i)+1)), res: ServiceResult{Name: sp.Name}}
+		st.res.Span[0] = -1
+		s.svcs = append(s.svcs, st)
+		s.byCtx[ctx] = st
+		s.byID[st.id] = st
+		st.arriv = int64(sp.Start)
+		s.push(&event{at: st.arriv, kind: evArrive, svc: st})
+		if s.core != nil {
+			s.toCore(int64(sp.Start), scheduler.TaskRegistered{Task: st.id, Key: sp.Name, PID: uint32(i + 1),
+				Priority: sp.Priority, GPU: "sim0", Model: "sim", Profile: sp.Profile}, 0)
+		}
+	}
+	return s, nil
+}
+
+func (s *sim) push(e *event) {
+	s.seq++
+	e.seq = s.seq
+	heap.Push(&s.q, e)
+}
+
+// toCore delivers ev to the core after a delay (message latency).
+func (s *sim) toCore(at int64, ev scheduler.Event, delay int64) {
+	s.push(&event{at: at + delay, kind: evCore, core: ev})
+}
+
+// allDone: every service with a run count has completed it (services
+// without one only run alongside; with none at all, the horizon ends it).
+func (s *sim) allDone() bool {
+	bounded := false
+	for _, st := range s.svcs {
+		if st.spec.Runs > 0 {
+			bounded = true
+			if !st.done() {
+				return false
+			}
+		}
+	}
+	return bounded
+}
+
+func (s *sim) run() error {
+	horizon := int64(s.opts.Horizon)
+	for !s.allDone() {
+		next := int64(math.MaxInt64)
+		if len(s.q) > 0 {
+			next = s.q[0].at
+		}
+		if d := s.dev.NextEvent(); d < next {
+			next = d
+		}
+		if next == math.MaxInt64 {
+			return fmt.Errorf("sim: deadlock at %d ns: nothing left to happen", s.now)
+		}
+		if next > horizon {
+			s.now = horizon
+			s.advance(horizon)
+			return nil
+		}
+		s.now = max(s.now, next)
+		s.advance(s.now)
+		for len(s.q) > 0 && s.q[0].at <= s.now {
+			e := heap.Pop(&s.q).(*event)
+			s.handle(e)
+		}
+		s.flushCore()
+	}
+	return nil
+}
+
+// advance brings the device to t and completes runs whose last kernel ended.
+func (s *sim) advance(t int64) {
+	for _, g := range s.dev.Advance(t) {
+		s.busy[g.Ctx] += g.End - g.Start
+		if s.keepSegs {
+			s.segs = append(s.segs, g)
+		}
+	}
+	for _, st := range s.svcs {
+		if st.waitSeq == 0 {
+			continue
+		}
+		done, end, err := s.dev.Done(st.ctx, st.waitSeq)
+		if err != nil || !done {
+			continue
+		}
+		st.waitSeq = 0
+		s.dev.Retire(st.ctx)
+		s.runEnd(st, max(end, st.t0))
+	}
+}
+
+func (s *sim) handle(e *event) {
+	st := e.svc
+	switch e.kind {
+	case evArrive:
+		if st.done() {
+			return
+		}
+		st.run++
+		st.t0 = s.now
+		st.next = 0
+		if st.res.Span[0] < 0 {
+			st.res.Span[0] = s.now
+		}
+		s.push(&event{at: s.now + st.spec.PreNs + st.spec.Kernels[0].HostNs, kind: evLaunch, svc: st})
+	case evLaunch:
+		s.launch(st)
+	case evGrant:
+		// Credit is a limit on the launch counter: launches up to
+		// Seq+Credit go without asking (a renewal names the latest launch
+		// the core had seen, so launches in flight are not counted twice).
+		st.credLimit = e.grant.Seq + e.grant.Credit
+		if st.waiting && e.grant.Seq == st.seq {
+			st.waiting = false
+			s.enqueue(st)
+		}
+	case evState:
+		st.role = e.state.Role
+		if e.state.Credit == 0 {
+			st.credLimit = 0
+		}
+	case evCore:
+		if err := s.core.Step(e.core); err != nil {
+			return // a message about a task the core dropped
+		}
+	case evTick:
+		s.tickAt = 0
+		_ = s.core.Step(scheduler.Tick{Now: s.now})
+	case evPostRun:
+		s.scheduleArrival(st)
+	}
+}
+
+// launch: the host is ready to launch the service's next kernel.
+func (s *sim) launch(st *svcState) {
+	k := st.spec.Kernels[st.next]
+	st.seq++
+	if s.core == nil || st.role == scheduler.RoleHolder || st.seq <= st.credLimit {
+		if s.core != nil {
+			s.toCore(s.now, scheduler.LaunchNotified{Now: s.now + int64(s.opts.NotifyLatency), Task: st.id,
+				Seq: st.seq, Kernel: k.ID}, int64(s.opts.NotifyLatency))
+		}
+		s.enqueue(st)
+		return
+	}
+	st.waiting = true
+	half := int64(s.opts.GrantRTT) / 2
+	s.toCore(s.now, scheduler.LaunchRequested{Now: s.now + half, Task: st.id, Seq: st.seq, Kernel: k.ID}, half)
+}
+
+// enqueue puts the service's next kernel on the device and schedules the
+// host's next step.
+func (s *sim) enqueue(st *svcState) {
+	k := st.spec.Kernels[st.next]
+	seq, err := s.dev.Enqueue(st.ctx, devmodel.Op{Type: devmodel.Kernel, Stream: 1, Duration: time.Duration(k.DurationNs),
+		Tag: k.ID}, s.now)
+	if err != nil {
+		// A full ring: a real driver blocks the launching thread; retry
+		// once the device has made progress.
+		s.dev.Retire(st.ctx)
+		s.push(&event{at: s.now + 1000, kind: evLaunch, svc: st})
+		st.seq--
+		return
+	}
+	st.last = seq
+	st.next++
+	if st.next < len(st.spec.Kernels) {
+		s.push(&event{at: s.now + st.spec.Kernels[st.next].HostNs, kind: evLaunch, svc: st})
+		return
+	}
+	st.waitSeq = seq // synchronize: the run ends when this kernel does
+	s.dev.Retire(st.ctx)
+}
+
+// runEnd: the service's synchronization returned at end.
+func (s *sim) runEnd(st *svcState, end int64) {
+	st.res.Runs++
+	st.res.JCTs = append(st.res.JCTs, end-st.t0)
+	st.res.Starts = append(st.res.Starts, st.t0)
+	st.res.Span[1] = end
+	if s.core != nil {
+		s.toCore(end, scheduler.RunEnded{Now: end + int64(s.opts.NotifyLatency), Task: st.id, Run: st.run,
+			Kernels: uint32(len(st.spec.Kernels)), RunNs: end - st.t0}, int64(s.opts.NotifyLatency))
+	}
+	if st.spec.PostNs > 0 {
+		s.push(&event{at: end + st.spec.PostNs, kind: evPostRun, svc: st})
+		return
+	}
+	s.nowAt(end, func() { s.scheduleArrival(st) })
+}
+
+func (s *sim) nowAt(t int64, f func()) {
+	saved := s.now
+	s.now = t
+	f()
+	s.now = saved
+}
+
+// scheduleArrival queues the service's next run.
+func (s *sim) scheduleArrival(st *svcState) {
+	if st.done() {
+		return
+	}
+	switch {
+	case st.spec.Poisson > 0:
+		st.arriv += int64(st.rng.ExpFloat64() / st.spec.Poisson * 1e9)
+	case st.spec.Every > 0:
+		st.arriv += int64(st.spec.Every)
+	default:
+		st.arriv = s.now
+	}
+	s.push(&event{at: max(st.arriv, s.now), kind: evArrive, svc: st})
+}
+
+// flushCore delivers the core's decisions after the reply latency.
+func (s *sim) flushCore() {
+	if s.core == nil {
+		return
+	}
+	r := s.core.Ready()
+	half := int64(s.opts.GrantRTT) / 2
+	for _, a := range r.Acks {
+		if st := s.byID[a.Task]; st != nil {
+			s.push(&event{at: s.now + half, kind: evState, svc: st, state: scheduler.StateChange{Task: a.Task, Role: a.Role, Phase: a.Phase}})
+		}
+	}
+	for _, c := range r.States {
+		if st := s.byID[c.Task]; st != nil {
+			s.push(&event{at: s.now + half, kind: evState, svc: st, state: c})
+		}
+	}
+	for _, g := range r.Grants {
+		if st := s.byID[g.Task]; st != nil {
+			s.push(&event{at: s.now + half, kind: evGrant, svc: st, grant: g})
+		}
+	}
+	if r.Deadline > 0 && (s.tickAt == 0 || r.Deadline < s.tickAt) {
+		s.tickAt = r.Deadline
+		s.push(&event{at: r.Deadline, kind: evTick})
+	}
+}
+
+func (s *sim) result() *Result {
+	r := &Result{Mode: s.opts.Mode, EndNs: s.now}
+	st := s.dev.Stats()
+	r.DeviceBusyNs, r.SwitchingNs = int64(st.Busy), int64(st.Switching)
+	for _, sv := range s.svcs {
+		sv.res.BusyNs = s.busy[sv.ctx]
+		r.Services = append(r.Services, sv.res)
+	}
+	if s.core != nil {
+		r.Grants = s.core.Stats().Grants
+	}
+	if len(s.svcs) > 1 {
+		hp := s.svcs[0]
+		from, to := hp.res.Span[0], hp.res.Span[1]
+		var hpBusy, other int64
+		for _, g := range s.segs {
+			a, b := max(g.Start, from), min(g.End, to)
+			if b <= a {
+				continue
+			}
+			if g.Ctx == hp.ctx {
+				hpBusy += b - a
+			} else {
+				other += b - a
+			}
+		}
+		if idle := (to - from) - hpBusy; idle > 0 {
+			r.FillPct = 100 * float64(other) / float64(idle)
+		}
+	}
+	return r
+}

@@ -1,0 +1,198 @@
+// Package sim is a discrete-event simulator of services sharing one GPU. It
+// drives the same scheduling core as the daemon (package scheduler) and
+// simgpu's own device model (package devmodel: time slices, context-switch
+// cost, launch latency) on a virtual clock, and reports per-service JCT
+// distributions, device utilization and how much of the high-priority
+// service's idle GPU time was filled. Nothing in it reads a clock, so a run
+// is deterministic and much faster than real time.
+//
+// Services come from traces (ordered kernels with durations) or from stored
+// profiles (kernels re-created from their mean durations and gaps), so that
+// `fikit sim --profile A --profile B` predicts how two profiled services
+// would fare together before they ever share a GPU.
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/fikit/fikit/profiler"
+	"github.com/fikit/fikit/scheduler"
+	"github.com/fikit/fikit/simgpu/devmodel"
+)
+
+// Mode is how the services share the GPU.
+type Mode int
+
+const (
+	// Fikit: every service is hooked and scheduled by the core.
+	Fikit Mode = iota
+	// Sharing: no scheduler; the device's own sharing decides (NVIDIA's
+	// default time-slicing in the timeslice model).
+	Sharing
+	// Exclusive: each service runs alone, one after another.
+	Exclusive
+)
+
+func (m Mode) String() string {
+	switch m {
+	case Fikit:
+		return "fikit"
+	case Sharing:
+		return "sharing"
+	case Exclusive:
+		return "exclusive"
+	}
+	return fmt.Sprintf("mode(%d)", int(m))
+}
+
+// Kernel is one launch of a service's run.
+type Kernel struct {
+	ID         uint64
+	DurationNs int64
+	// HostNs is the host time before this launch (framework overhead),
+	// counted from the previous launch.
+	HostNs int64
+}
+
+// Service describes one simulated service.
+type Service struct {
+	Name     string
+	Priority uint8
+	Kernels  []Kernel // one run, in launch order
+	PreNs    int64    // host time at the start of a run (in the JCT)
+	PostNs   int64    // host time after a run (not in the JCT)
+	// Every is the open-loop arrival interval (0: closed loop); Poisson,
+	// if > 0, draws exponential inter-arrival times of that mean rate per
+	// second instead (seeded by Seed).
+	Every   time.Duration
+	Poisson float64
+	Seed    uint64
+	// Runs to complete (0: until the horizon).
+	Runs int
+	// Start delays the service's first arrival.
+	Start time.Duration
+	// Profile the core uses (mode Fikit); nil: the service profiles first,
+	// as a real one would.
+	Profile *profiler.Profile
+}
+
+// Options configure a simulation.
+type Options struct {
+	Mode      Mode
+	Device    devmodel.Config
+	Scheduler scheduler.Config
+	// NotifyLatency is the time from a holder's launch to the daemon
+	// seeing it; GrantRTT from a waiter's request to its grant arriving
+	// (both measured by `fikit bench` on the real hook and daemon).
+	NotifyLatency time.Duration
+	GrantRTT      time.Duration
+	// Horizon bounds simulated time.
+	Horizon time.Duration
+}
+
+// DefaultOptions: simgpu's default device, the default policy, and hook
+// latencies typical of this machine's loopback UDP.
+func DefaultOptions() Options {
+	return Options{
+		Mode:          Fikit,
+		Device:        devmodel.DefaultConfig(),
+		Scheduler:     scheduler.DefaultConfig(),
+		NotifyLatency: 30 * time.Microsecond,
+		GrantRTT:      60 * time.Microsecond,
+		Horizon:       10 * time.Minute,
+	}
+}
+
+// ServiceResult is what one service did.
+type ServiceResult struct {
+	Name   string
+	Runs   int
+	JCTs   []int64 // ns, one per completed run
+	Starts []int64 // run start times, ns of simulated time
+	BusyNs int64   // device time its kernels ran
+	Span   [2]int64
+}
+
+// Result is the outcome of a simulation.
+type Result struct {
+	Mode     Mode
+	Services []ServiceResult
+	// EndNs is when the simulation ended; DeviceBusyNs the time any kernel
+	// ran, SwitchingNs the time spent switching contexts.
+	EndNs, DeviceBusyNs, SwitchingNs int64
+	// FillPct is the share of the first (highest-priority) service's idle
+	// device time, over its span, during which other services' kernels ran.
+	FillPct float64
+	Grants  uint64
+}
+
+// Run simulates the services under opts.
+func Run(opts Options, svcs []Service) (*Result, error) {
+	if len(svcs) == 0 {
+		return nil, fmt.Errorf("sim: no services")
+	}
+	if opts.Mode == Exclusive {
+		return runExclusive(opts, svcs)
+	}
+	s, err := newSim(opts, svcs)
+	if err != nil {
+		return nil, err
+	}
+	defer s.dev.Close()
+	if err := s.run(); err != nil {
+		return nil, err
+	}
+	return s.result(), nil
+}
+
+// runExclusive runs each service alone, one after another: each starts when
+// the previous one finished.
+func runExclusive(opts Options, svcs []Service) (*Result, error) {
+	out := &Result{Mode: Exclusive}
+	opts.Mode = Sharing // alone, no scheduler
+	offset := int64(0)
+	for _, sv := range svcs {
+		sv.Start = 0
+		r, err := Run(opts, []Service{sv})
+		if err != nil {
+			return nil, err
+		}
+		sr := r.Services[0]
+		for i := range sr.Starts {
+			sr.Starts[i] += offset
+		}
+		sr.Span[0] += offset
+		sr.Span[1] += offset
+		out.Services = append(out.Services, sr)
+		out.DeviceBusyNs += r.DeviceBusyNs
+		out.SwitchingNs += r.SwitchingNs
+		offset += r.EndNs
+	}
+	out.EndNs = offset
+	return out, nil
+}
+
+// svcState is a service's simulation state.
+type svcState struct {
+	spec Service
+	id   scheduler.TaskID
+	ctx  int
+	rng  *rand.Rand
+	role scheduler.Role
+	// credLimit: launches with seq ≤ credLimit go without asking.
+	credLimit uint32
+	res       ServiceResult
+	seq       uint32 // launch counter (notify and request)
+	run       uint32
+	next      int   // next kernel index within the run
+	t0        int64 // current run's start
+	arriv     int64 // next arrival
+	last      uint64
+	// waitSeq: the device op whose completion ends the run (0: none).
+	waitSeq uint64
+	waiting bool // a launch request is outstanding
+}
+
+func (s *svcState) done() bool { return s.spec.Runs > 0 && s.res.Runs >= s.spec.Runs }

@@ -1,0 +1,96 @@
+package sim
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/fikit/fikit/simgpu/devmodel"
+	"github.com/fikit/fikit/simgpu/trace"
+)
+
+func loadTrace(t *testing.T, name string) *trace.Trace {
+	t.Helper()
+	tr, err := trace.Load(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// A service alone on a fifo device must take exactly the analytic JCT.
+func TestAloneMatchesAnalytic(t *testing.T) {
+	for _, name := range []string{"h100/resnet50_4_fwd", "v100/bert_2_fwd"} {
+		tr := loadTrace(t, name)
+		opts := DefaultOptions()
+		opts.Mode = Sharing
+		opts.Device.Model = devmodel.FIFO
+		r, err := Run(opts, []Service{{Name: name, Kernels: KernelsFromTrace(tr, 8000), Runs: 3}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := trace.AnalyticJCT(tr, 8000, int64(opts.Device.LaunchLatency)).JCTNs
+		for _, j := range r.Services[0].JCTs {
+			if j != want {
+				t.Errorf("%s: JCT %d, analytic %d", name, j, want)
+			}
+		}
+	}
+}
+
+func pair(t *testing.T, mode Mode) *Result {
+	t.Helper()
+	hpTr, lpTr := loadTrace(t, "h100/resnet50_4_fwd"), loadTrace(t, "h100/bert_2_fwd")
+	dev := devmodel.DefaultConfig()
+	hp := Service{Name: "hp", Priority: 0, Kernels: KernelsFromTrace(hpTr, 12000), Every: 5 * time.Millisecond, Runs: 100}
+	lp := Service{Name: "lp", Priority: 5, Kernels: KernelsFromTrace(lpTr, 5000)}
+	var err error
+	if hp.Profile, err = BuildProfile(dev, hp, 20); err != nil {
+		t.Fatal(err)
+	}
+	if lp.Profile, err = BuildProfile(dev, lp, 20); err != nil {
+		t.Fatal(err)
+	}
+	opts := DefaultOptions()
+	opts.Mode = mode
+	opts.Device = dev
+	opts.Scheduler.ProfileRuns = 20
+	r, err := Run(opts, []Service{hp, lp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// The headline behaviour: under fikit the high-priority service keeps its
+// JCT close to alone while the low-priority one progresses in its gaps;
+// default sharing slows it down.
+func TestFikitProtectsHighPriority(t *testing.T) {
+	alone := pair(t, Exclusive)
+	shared := pair(t, Sharing)
+	fikit := pair(t, Fikit)
+	a := Summarize(alone.Services[0].JCTs).P50
+	s := Summarize(shared.Services[0].JCTs).P50
+	f := Summarize(fikit.Services[0].JCTs).P50
+	t.Logf("HP p50: alone %s, sharing %s (%.2fx), fikit %s (%.2fx); LP runs sharing %d fikit %d; fill %.0f%%",
+		Ms(a), Ms(s), s/a, Ms(f), f/a, shared.Services[1].Runs, fikit.Services[1].Runs, fikit.FillPct)
+	if f > 1.10*a {
+		t.Errorf("fikit HP p50 %.2fx alone, want ≤ 1.10", f/a)
+	}
+	if s <= f {
+		t.Errorf("default sharing (%s) should hurt the HP more than fikit (%s)", Ms(s), Ms(f))
+	}
+	if fikit.Services[1].Runs == 0 {
+		t.Error("the low-priority service made no progress under fikit")
+	}
+	if fikit.FillPct < 20 {
+		t.Errorf("fikit filled %.0f%% of the HP's idle GPU time", fikit.FillPct)
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	a, b := pair(t, Fikit), pair(t, Fikit)
+	if !reflect.DeepEqual(a.Services, b.Services) || a.FillPct != b.FillPct {
+		t.Fatal("two identical simulations differ")
+	}
+}
