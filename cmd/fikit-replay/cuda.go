@@ -1,0 +1,113 @@
+package main
+
+// #include <cuda.h>
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"unsafe"
+
+	"gorgonia.org/cu"
+
+	"github.com/fikit/fikit/cmd/fikit-replay/internal/replay"
+)
+
+// cudaDevice replays on the primary context of one CUDA device through
+// gorgonia.org/cu, on a stream of its own.
+type cudaDevice struct {
+	dev    cu.Device
+	ctx    cu.CUContext
+	mod    cu.Module
+	loaded bool
+	stream cu.Stream
+	fns    []cu.Function
+	param  uint64           // the launch's one parameter, the duration in ns
+	params []unsafe.Pointer // {&param}, built once: no allocation per launch
+}
+
+// cudaErr names the failed call and the CUDA error by its enum name.
+func cudaErr(call string, err error) error {
+	if err == nil {
+		return nil
+	}
+	v := reflect.ValueOf(err)
+	if v.Kind() != reflect.Int {
+		return fmt.Errorf("%s: %w", call, err)
+	}
+	code := C.CUresult(v.Int())
+	var name *C.char
+	if C.cuGetErrorName(code, &name) != C.CUDA_SUCCESS || name == nil {
+		return fmt.Errorf("%s: CUDA error %d (%w)", call, v.Int(), err)
+	}
+	return fmt.Errorf("%s: %s (%w)", call, C.GoString(name), err)
+}
+
+// openCUDA retains device ordinal's primary context, makes it current on the
+// calling (locked) thread and creates a non-blocking stream.
+func openCUDA(ordinal int) (replay.Device, error) {
+	d := &cudaDevice{}
+	var err error
+	if d.dev, err = cu.GetDevice(ordinal); err != nil {
+		return nil, cudaErr("cuDeviceGet", err)
+	}
+	if d.ctx, err = d.dev.RetainPrimaryCtx(); err != nil {
+		return nil, cudaErr("cuDevicePrimaryCtxRetain", err)
+	}
+	if err = cu.SetCurrentContext(d.ctx); err != nil {
+		_ = d.dev.ReleasePrimaryCtx()
+		return nil, cudaErr("cuCtxSetCurrent", err)
+	}
+	if d.stream, err = cu.MakeStream(cu.NonBlocking); err != nil {
+		_ = d.dev.ReleasePrimaryCtx()
+		return nil, cudaErr("cuStreamCreate", err)
+	}
+	d.params = []unsafe.Pointer{unsafe.Pointer(&d.param)}
+	return d, nil
+}
+
+func (d *cudaDevice) Load(ptx string, entries []string) error {
+	mod, err := cu.LoadData(ptx)
+	if err != nil {
+		return cudaErr("cuModuleLoadData", err)
+	}
+	d.mod, d.loaded = mod, true
+	d.fns = make([]cu.Function, len(entries))
+	for i, e := range entries {
+		if d.fns[i], err = mod.Function(e); err != nil {
+			return cudaErr(fmt.Sprintf("cuModuleGetFunction %q", shorten(e, 96)), err)
+		}
+	}
+	return nil
+}
+
+func (d *cudaDevice) Launch(fn int, grid, block [3]uint32, durationNs uint64) error {
+	d.param = durationNs
+	err := d.fns[fn].Launch(int(grid[0]), int(grid[1]), int(grid[2]),
+		int(block[0]), int(block[1]), int(block[2]), 0, d.stream, d.params)
+	return cudaErr("cuLaunchKernel", err)
+}
+
+func (d *cudaDevice) Synchronize() error {
+	return cudaErr("cuStreamSynchronize", d.stream.Synchronize())
+}
+
+func (d *cudaDevice) Close() error {
+	var errs []error
+	errs = append(errs, cudaErr("cuStreamSynchronize", d.stream.Synchronize()))
+	errs = append(errs, cudaErr("cuStreamDestroy", d.stream.Destroy()))
+	if d.loaded {
+		errs = append(errs, cudaErr("cuModuleUnload", d.mod.Unload()))
+	}
+	errs = append(errs, cudaErr("cuDevicePrimaryCtxRelease", d.dev.ReleasePrimaryCtx()))
+	return errors.Join(errs...)
+}
+
+// shorten cuts s to at most n bytes for messages.
+func shorten(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,31 @@
+// Command fikit-replay replays a kernel trace on a CUDA device: the real
+// driver on a GPU machine, or simgpu's bin/simgpu/libcuda.so.1 (run it with
+// LD_LIBRARY_PATH=bin/simgpu) anywhere else.
+//
+//	fikit-replay --trace FILE --runs N [--warmup N] [--cpu-ns NS] [--interval DUR | --poisson RATE] [--json]
+//	fikit-replay gen --seed S [options] --out FILE
+//	fikit-replay ptx --trace FILE
+//
+// It loads one PTX module with a spin kernel per distinct kernel name of the
+// trace (simgpu/trace.PTX), then per run spends each kernel's host time busy
+// and launches its spin kernel asynchronously with the kernel's duration, and
+// synchronises the stream after the last launch. See package
+// internal/replay for the loop and docs/trace-format.md for the trace formats.
+//
+// Output with --json, one JSON object per line: per measured run
+// {"run":i,"start_ns":…,"jct_ns":…,"kernels":…} (start_ns is CLOCK_MONOTONIC,
+// the time base of simgpu's timeline; open-loop runs add "wait_ns", how long
+// after its arrival the run could start), then
+// {"summary":{"runs":…,"p50_ns":…,"p90_ns":…,"p99_ns":…,"mean_ns":…,"cv":…,"min_ns":…,"max_ns":…}}
+// (nearest-rank percentiles; cv is the standard deviation over the mean).
+// Without --json: a two-line human summary with the analytic JCT beside the
+// measured one. Progress and errors go to stderr.
+//
+// The CUDA binding is gorgonia.org/cu, whose package init calls cuInit: that
+// is why the replayer is a binary of its own, and why even `gen` and `ptx`
+// need a libcuda.so.1 to start. For the same reason this package has no Go
+// tests (its test binary could not start without one): the logic lives in
+// internal/replay, tested with a fake device, and tests/replay_test.go runs
+// the binary on simgpu. Exit status: 0 success, 2 usage error, 1 any
+// other error (unreadable trace, CUDA error).
+package main

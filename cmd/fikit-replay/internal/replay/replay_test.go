@@ -1,0 +1,366 @@
+package replay
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fikit/fikit/kernelid"
+	"github.com/fikit/fikit/simgpu/trace"
+)
+
+// fakeDevice is a fifo device in the test process: a kernel starts at
+// max(launch call + latency, previous end); Synchronize spins until the last
+// one ends.
+type fakeDevice struct {
+	latencyNs   int64
+	ptx         string
+	entries     []string
+	launches    []fakeLaunch
+	busyUntil   int64
+	syncs       int
+	closed      bool
+	failLaunch  int // fail the launch with this index (1-based), 0 never
+	failLoad    bool
+	cancelAfter int // call cancel after this many launches, 0 never
+	cancel      context.CancelFunc
+}
+
+type fakeLaunch struct {
+	fn          int
+	grid, block [3]uint32
+	durNs       uint64
+	callNs      int64
+}
+
+func (f *fakeDevice) Load(ptx string, entries []string) error {
+	if f.failLoad {
+		return errors.New("CUDA_ERROR_INVALID_PTX")
+	}
+	f.ptx, f.entries = ptx, entries
+	return nil
+}
+
+func (f *fakeDevice) Launch(fn int, grid, block [3]uint32, durNs uint64) error {
+	now := MonoNs()
+	f.launches = append(f.launches, fakeLaunch{fn, grid, block, durNs, now})
+	if len(f.launches) == f.failLaunch {
+		return errors.New("CUDA_ERROR_LAUNCH_FAILED")
+	}
+	if len(f.launches) == f.cancelAfter {
+		f.cancel()
+	}
+	f.busyUntil = max(now+f.latencyNs, f.busyUntil) + int64(durNs)
+	return nil
+}
+
+func (f *fakeDevice) Synchronize() error { spinUntil(f.busyUntil); f.syncs++; return nil }
+func (f *fakeDevice) Close() error       { f.closed = true; return nil }
+
+func runFake(t *testing.T, dev *fakeDevice, args ...string) (string, error) {
+	t.Helper()
+	var out, errw bytes.Buffer
+	err := Run(context.Background(), append([]string{"fikit-replay"}, args...), &out, &errw,
+		func(int) (Device, error) { return dev, nil })
+	return out.String(), err
+}
+
+type jsonOut struct {
+	runs    []RunRecord
+	summary Summary
+}
+
+func parseJSON(t *testing.T, out string) jsonOut {
+	t.Helper()
+	var j jsonOut
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		line := sc.Bytes()
+		if bytes.HasPrefix(line, []byte(`{"summary"`)) {
+			var s struct{ Summary Summary }
+			if err := json.Unmarshal(line, &s); err != nil {
+				t.Fatal(err)
+			}
+			j.summary = s.Summary
+			continue
+		}
+		var r RunRecord
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&r); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		j.runs = append(j.runs, r)
+	}
+	return j
+}
+
+// TestReplayMatchesAnalytic replays a GPU-bound and a host-bound trace on the
+// fake fifo device: every launch, in order, paced by the host time, and the
+// JCT close to the analytic one.
+func TestReplayMatchesAnalytic(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cpuNs int64
+	}{{"h100/resnet50_4_fwd", 5000}, {"h100/bert_2_fwd", 20000}} {
+		dev := &fakeDevice{latencyNs: 4000}
+		out, err := runFake(t, dev, "--trace", tc.name, "--runs", "5", "--warmup", "1",
+			"--cpu-ns", fmt.Sprint(tc.cpuNs), "--json", "-q")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, _ := trace.Embedded(tc.name)
+		n := len(tr.Kernels)
+		if len(dev.launches) != 6*n || dev.syncs != 6 || !dev.closed {
+			t.Fatalf("%s: %d launches, %d syncs, closed %v", tc.name, len(dev.launches), dev.syncs, dev.closed)
+		}
+		for i, l := range dev.launches {
+			k := tr.Kernels[i%n]
+			if dev.entries[l.fn] != kernelid.ReplayEntryName(k.Name) || l.durNs != uint64(k.DurationNs) ||
+				l.grid != k.Grid || l.block != k.Block {
+				t.Fatalf("%s: launch %d = %+v, kernel %+v", tc.name, i, l, k)
+			}
+		}
+		j := parseJSON(t, out)
+		if len(j.runs) != 5 || j.summary.Runs != 5 {
+			t.Fatalf("%s: %d run lines, summary %+v", tc.name, len(j.runs), j.summary)
+		}
+		// Launch i of a run is due i+1 host times after the run's start, later
+		// only when an earlier launch came late; on a quiet machine launches are
+		// exactly the host time apart: check the median spacing.
+		var gaps []int64
+		for r, run := range j.runs {
+			for i := 0; i < n; i++ {
+				l := dev.launches[(r+1)*n+i]
+				if d := l.callNs - run.StartNs; d < int64(i+1)*tc.cpuNs {
+					t.Fatalf("%s: run %d launch %d only %d ns after the run's start", tc.name, r, i, d)
+				}
+				if i > 0 {
+					gaps = append(gaps, l.callNs-dev.launches[(r+1)*n+i-1].callNs)
+				}
+			}
+		}
+		slices.Sort(gaps)
+		if m := gaps[len(gaps)/2]; m > tc.cpuNs+2000 {
+			t.Errorf("%s: median launch spacing %d ns for %d ns host time", tc.name, m, tc.cpuNs)
+		}
+		for i, r := range j.runs {
+			if r.Run != i || r.Kernels != n || r.WaitNs != nil || i > 0 && r.StartNs <= j.runs[i-1].StartNs+j.runs[i-1].JCTNs {
+				t.Errorf("%s: run line %+v", tc.name, r)
+			}
+		}
+		want := trace.AnalyticJCT(tr, tc.cpuNs, 4000).JCTNs
+		if p50 := j.summary.P50Ns; p50 < want || float64(p50) > 1.25*float64(want) {
+			t.Errorf("%s: p50 %d ns, analytic %d ns", tc.name, p50, want)
+		}
+	}
+}
+
+// TestReplayOwnHostTimes: a trace with host times is paced by them unless
+// --cpu-ns is given; --pre-ns delays the first launch.
+func TestReplayOwnHostTimes(t *testing.T) {
+	tr := &trace.Trace{HasHostTime: true}
+	for i, h := range []int64{30_000, 200_000, 50_000, 400_000} {
+		tr.Kernels = append(tr.Kernels, trace.Kernel{Name: fmt.Sprint("k", i%2), DurationNs: 1000, HostNs: h,
+			Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1}})
+	}
+	p := filepath.Join(t.TempDir(), "own.csv")
+	f, _ := os.Create(p)
+	if err := trace.Write(f, tr); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	dev := &fakeDevice{}
+	out, err := runFake(t, dev, "--trace", p, "--runs", "1", "--pre-ns", "300000", "--json", "-q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := parseJSON(t, out).runs[0].StartNs
+	want := []int64{330_000, 530_000, 580_000, 980_000}
+	for i, l := range dev.launches {
+		if d := l.callNs - start; d < want[i] || d > want[i]+150_000 {
+			t.Errorf("launch %d at +%d ns, want +%d", i, d, want[i])
+		}
+	}
+	if len(dev.entries) != 2 {
+		t.Errorf("entries %v", dev.entries)
+	}
+	dev = &fakeDevice{}
+	if _, err := runFake(t, dev, "--trace", p, "--runs", "1", "--cpu-ns", "0", "-q"); err != nil {
+		t.Fatal(err)
+	}
+	if d := dev.launches[3].callNs - dev.launches[0].callNs; d > 100_000 {
+		t.Errorf("--cpu-ns 0: launches spread over %d ns", d)
+	}
+}
+
+func TestReplayOpenLoop(t *testing.T) {
+	dev := &fakeDevice{}
+	out, err := runFake(t, dev, "--trace", "h100/mobilenet_4_fwd", "--runs", "4", "--cpu-ns", "0",
+		"--interval", "10ms", "--json", "-q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := parseJSON(t, out)
+	for i := 1; i < len(j.runs); i++ {
+		d := j.runs[i].StartNs - j.runs[0].StartNs
+		if want := int64(i) * 10_000_000; d < want-100_000 || d > want+5_000_000 {
+			t.Errorf("run %d starts %d ns after run 0, want ≈ %d", i, d, want)
+		}
+		if j.runs[i].WaitNs == nil {
+			t.Errorf("open-loop run %d without wait_ns", i)
+		}
+	}
+	// Runs longer than the interval queue up: they start back to back and wait.
+	dev = &fakeDevice{}
+	out, err = runFake(t, dev, "--trace", "h100/mobilenet_4_fwd", "--runs", "3", "--interval", "100us", "--json", "-q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := parseJSON(t, out); *j.runs[2].WaitNs < 1_000_000 {
+		t.Errorf("overloaded open loop: run 2 waited %d ns", *j.runs[2].WaitNs)
+	}
+}
+
+func TestPoissonOffsets(t *testing.T) {
+	a := Arrivals{Rate: 1000, Seed: 7}
+	o1, o2 := a.Offsets(20000), a.Offsets(20000)
+	if !slices.Equal(o1, o2) || slices.Equal(o1, Arrivals{Rate: 1000, Seed: 8}.Offsets(20000)) {
+		t.Error("Poisson offsets not determined by the seed")
+	}
+	if o1[0] != 0 || !slices.IsSorted(o1) {
+		t.Error("offsets must start at 0 and increase")
+	}
+	if mean := float64(o1[len(o1)-1]) / float64(len(o1)-1); mean < 0.97e6 || mean > 1.03e6 {
+		t.Errorf("mean inter-arrival %v ns, want 1e6", mean)
+	}
+	if (Arrivals{}).Offsets(5) != nil || !(Arrivals{}).Closed() {
+		t.Error("zero Arrivals is not the closed loop")
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	var v []int64
+	for i := 100; i >= 1; i-- {
+		v = append(v, int64(i))
+	}
+	s := Summarize(v)
+	if s.Runs != 100 || s.P50Ns != 50 || s.P90Ns != 90 || s.P99Ns != 99 || s.MeanNs != 51 || s.MinNs != 1 || s.MaxNs != 100 {
+		t.Errorf("%+v", s)
+	}
+	if s.CV < 0.5715 || s.CV > 0.5717 { // population sd of 1..100 is 28.866, mean 50.5
+		t.Errorf("cv %v", s.CV)
+	}
+	if s := Summarize([]int64{7}); s.P50Ns != 7 || s.P99Ns != 7 || s.CV != 0 {
+		t.Errorf("%+v", s)
+	}
+	if s := Summarize(nil); s.Runs != 0 {
+		t.Errorf("%+v", s)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{}, {"--runs", "3"}, {"--trace", "h100/bert_2_fwd", "--runs", "0"},
+		{"--trace", "h100/bert_2_fwd", "--runs", "abc"}, {"--trace", "h100/bert_2_fwd", "--bogus"},
+		{"--trace", "h100/bert_2_fwd", "--interval", "1ms", "--poisson", "5"},
+		{"--trace", "h100/bert_2_fwd", "--poisson", "-1"}, {"--trace", "h100/bert_2_fwd", "--interval", "0s"},
+		{"--trace", "h100/bert_2_fwd", "--cpu-ns", "-5"}, {"--trace", "h100/bert_2_fwd", "extra"},
+		{"gen", "--kernels", "-5"}, {"gen", "--seed", "x"}, {"ptx"}, {"ptx", "--trace", "a", "b"},
+	} {
+		dev := &fakeDevice{}
+		_, err := runFake(t, dev, args...)
+		if ExitCode(err) != 2 || !strings.Contains(err.Error(), "--help") {
+			t.Errorf("%q: exit %d, err %v", args, ExitCode(err), err)
+		}
+		if len(dev.launches) != 0 {
+			t.Errorf("%q: launched", args)
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.csv")
+	os.WriteFile(bad, []byte("Name,Profile,Memory_footprint,SM_usage,Duration\nConv,1,0,98,100\nBN,0,0,64,soon\n"), 0o644)
+	_, err := runFake(t, &fakeDevice{}, "--trace", bad)
+	if ExitCode(err) != 1 || !strings.Contains(err.Error(), bad+":3:11: field Duration") {
+		t.Errorf("malformed trace: exit %d, %v", ExitCode(err), err)
+	}
+	_, err = runFake(t, &fakeDevice{}, "--trace", "nope/none")
+	if ExitCode(err) != 1 || !errors.Is(err, trace.ErrNotFound) {
+		t.Errorf("missing trace: exit %d, %v", ExitCode(err), err)
+	}
+	dev := &fakeDevice{failLaunch: 3}
+	_, err = runFake(t, dev, "--trace", "h100/bert_2_fwd", "-q")
+	if ExitCode(err) != 1 || !strings.Contains(err.Error(), "run 0: launch kernel 2: CUDA_ERROR_LAUNCH_FAILED") || !dev.closed {
+		t.Errorf("launch failure: exit %d, %v, closed %v", ExitCode(err), err, dev.closed)
+	}
+	_, err = runFake(t, &fakeDevice{failLoad: true}, "--trace", "h100/bert_2_fwd", "-q")
+	if ExitCode(err) != 1 || !strings.Contains(err.Error(), "CUDA_ERROR_INVALID_PTX") {
+		t.Errorf("load failure: %v", err)
+	}
+	var errw bytes.Buffer
+	err = Run(context.Background(), []string{"x", "--trace", "h100/bert_2_fwd"}, &bytes.Buffer{}, &errw,
+		func(int) (Device, error) { return nil, errors.New("CUDA_ERROR_NO_DEVICE") })
+	if ExitCode(err) != 1 || !strings.Contains(err.Error(), "open device 0: CUDA_ERROR_NO_DEVICE") {
+		t.Errorf("open failure: %v", err)
+	}
+}
+
+func TestInterrupt(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dev := &fakeDevice{cancelAfter: 500, cancel: cancel}
+	var out bytes.Buffer
+	err := Run(ctx, []string{"x", "--trace", "h100/mobilenet_4_fwd", "--runs", "100", "--cpu-ns", "0", "--json", "-q"},
+		&out, &bytes.Buffer{}, func(int) (Device, error) { return dev, nil })
+	if !errors.Is(err, ErrInterrupted) || ExitCode(err) != 1 {
+		t.Fatalf("err %v", err)
+	}
+	j := parseJSON(t, out.String())
+	if len(j.runs) != 3 || j.summary.Runs != 3 || len(dev.launches) > 501 || !dev.closed {
+		t.Errorf("%d runs reported, summary %d, %d launches", len(j.runs), j.summary.Runs, len(dev.launches))
+	}
+}
+
+func TestGenAndPTXCommands(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.csv"), filepath.Join(dir, "b.csv")
+	for _, p := range []string{a, b} {
+		if _, err := runFake(t, &fakeDevice{}, "gen", "--seed", "9", "--kernels", "120", "--out", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ba, _ := os.ReadFile(a)
+	bb, _ := os.ReadFile(b)
+	tr, err := trace.ReadFile(a)
+	if err != nil || !bytes.Equal(ba, bb) || len(tr.Kernels) != 120 || !tr.HasHostTime {
+		t.Fatalf("gen: %v, same %v", err, bytes.Equal(ba, bb))
+	}
+	want, _ := trace.Gen(9, trace.GenOptions{Kernels: 120})
+	if !slices.Equal(tr.Kernels, want.Kernels) {
+		t.Error("gen output differs from trace.Gen")
+	}
+	out, err := runFake(t, &fakeDevice{}, "gen", "--seed", "9", "--kernels", "120")
+	if err != nil || out != string(ba) {
+		t.Errorf("gen to stdout: %v", err)
+	}
+	out, err = runFake(t, &fakeDevice{}, "ptx", "--trace", a)
+	ptx, _ := trace.PTX(tr)
+	if err != nil || out != ptx {
+		t.Errorf("ptx: %v", err)
+	}
+	// The human summary names the trace and the analytic JCT.
+	out, err = runFake(t, &fakeDevice{latencyNs: 4000}, "--trace", a, "--runs", "2", "-q")
+	if err != nil || !strings.Contains(out, a+": 2 runs  JCT p50 ") || !strings.Contains(out, "analytic JCT") {
+		t.Errorf("summary %q, %v", out, err)
+	}
+}

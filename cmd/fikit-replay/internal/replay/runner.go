@@ -1,0 +1,165 @@
+package replay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/fikit/fikit/kernelid"
+	"github.com/fikit/fikit/simgpu/trace"
+)
+
+// Device is what a replay needs from a GPU. All calls come from one goroutine
+// locked to its OS thread (a CUDA context is current per thread).
+type Device interface {
+	// Load loads the PTX module and resolves its entries; Launch's fn
+	// indexes entries.
+	Load(ptx string, entries []string) error
+	// Launch launches entry fn asynchronously on the replay's stream with
+	// its one parameter, the duration in ns.
+	Launch(fn int, grid, block [3]uint32, durationNs uint64) error
+	// Synchronize waits until the stream's work is done.
+	Synchronize() error
+	// Close releases the module, stream and context.
+	Close() error
+}
+
+// Config is one replay.
+type Config struct {
+	Trace    *trace.Trace
+	Name     string // how the trace was named on the command line, for output
+	Runs     int    // measured runs, ≥ 1
+	Warmup   int    // runs before the measured ones, not reported
+	CPUNs    int64  // host time before each launch; < 0: the trace's own
+	PreNs    int64  // busy host time at the start of a run (part of its JCT)
+	PostNs   int64  // busy host time after a run's synchronisation (not part of its JCT)
+	Arrivals Arrivals
+	JSON     bool
+}
+
+// RunRecord is one measured run, as printed with --json.
+type RunRecord struct {
+	Run     int   `json:"run"`
+	StartNs int64 `json:"start_ns"` // CLOCK_MONOTONIC
+	JCTNs   int64 `json:"jct_ns"`
+	Kernels int   `json:"kernels"`
+	// WaitNs (open loop only): how long after its arrival the run started,
+	// because the previous run was still going.
+	WaitNs *int64 `json:"wait_ns,omitempty"`
+}
+
+type launch struct {
+	fn          int
+	grid, block [3]uint32
+	durNs       uint64
+	hostNs      int64
+}
+
+// plan turns the trace into the launches of one run and the PTX to load.
+func plan(t *trace.Trace, cpuNs int64) ([]launch, string, []string) {
+	ptx, _ := trace.PTX(t)
+	names := t.Names()
+	index := make(map[string]int, len(names))
+	entries := make([]string, len(names))
+	for i, n := range names {
+		index[n] = i
+		entries[i] = kernelid.ReplayEntryName(n)
+	}
+	host := t.HostTimesNs(cpuNs)
+	ls := make([]launch, len(t.Kernels))
+	for i, k := range t.Kernels {
+		ls[i] = launch{fn: index[k.Name], grid: k.Grid, block: k.Block, durNs: uint64(k.DurationNs), hostNs: host[i]}
+	}
+	return ls, ptx, entries
+}
+
+// Replay loads the trace onto dev and runs it as cfg says, writing a JSON line
+// per measured run to out when cfg.JSON. It returns the JCTs of the measured
+// runs completed; on cancellation it returns them with ErrInterrupted.
+func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64, error) {
+	ls, ptx, entries := plan(cfg.Trace, cfg.CPUNs)
+	if err := dev.Load(ptx, entries); err != nil {
+		return nil, fmt.Errorf("load %d spin kernels: %w", len(entries), err)
+	}
+	done := ctx.Done()
+	enc := json.NewEncoder(out)
+	jcts := make([]int64, 0, cfg.Runs)
+	offsets := cfg.Arrivals.Offsets(cfg.Runs)
+	var base int64
+	for r := 0; r < cfg.Warmup+cfg.Runs; r++ {
+		j := r - cfg.Warmup // measured run index, < 0 during warmup
+		var arrival int64
+		if j >= 0 && offsets != nil {
+			if j == 0 {
+				base = MonoNs()
+			}
+			arrival = base + offsets[j]
+			if _, ok := waitUntil(arrival, done); !ok {
+				return jcts, ErrInterrupted
+			}
+		}
+		start, end, err := runOnce(ls, cfg.PreNs, dev, done)
+		if err != nil {
+			if err == ErrInterrupted {
+				return jcts, err
+			}
+			return jcts, fmt.Errorf("run %d: %w", j, err)
+		}
+		spinUntil(end + cfg.PostNs)
+		if j < 0 {
+			continue
+		}
+		jcts = append(jcts, end-start)
+		if cfg.JSON {
+			rec := RunRecord{Run: j, StartNs: start, JCTNs: end - start, Kernels: len(ls)}
+			if offsets != nil {
+				w := max(start-arrival, 0)
+				rec.WaitNs = &w
+			}
+			if err := enc.Encode(rec); err != nil {
+				return jcts, fmt.Errorf("write: %w", err)
+			}
+		}
+	}
+	return jcts, nil
+}
+
+// lateSlackNs is how late a launch may be and still count as on time.
+const lateSlackNs = 1000
+
+// pace spins until due and returns the time the host work that follows
+// counts from: due when on time (keeping the schedule free of clock-reading
+// drift), else the late time, so that a late launch shifts the rest.
+func pace(due int64) int64 {
+	if now := spinUntil(due); now-due > lateSlackNs {
+		return now
+	}
+	return due
+}
+
+// runOnce is one run; it returns its start and the time the final
+// synchronisation returned.
+func runOnce(ls []launch, preNs int64, dev Device, done <-chan struct{}) (int64, int64, error) {
+	start := MonoNs()
+	next := pace(start + preNs)
+	for i := range ls {
+		l := &ls[i]
+		select {
+		case <-done:
+			_ = dev.Synchronize() // leave nothing running behind us
+			return 0, 0, ErrInterrupted
+		default:
+		}
+		// The launch is due host time after the previous launch call began;
+		// if we are already past that, the rest of the run shifts.
+		next = pace(next + l.hostNs)
+		if err := dev.Launch(l.fn, l.grid, l.block, l.durNs); err != nil {
+			return 0, 0, fmt.Errorf("launch kernel %d: %w", i, err)
+		}
+	}
+	if err := dev.Synchronize(); err != nil {
+		return 0, 0, fmt.Errorf("synchronize: %w", err)
+	}
+	return start, MonoNs(), nil
+}
