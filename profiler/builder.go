@@ -1,0 +1,320 @@
+package profiler
+
+import (
+	"fmt"
+)
+
+// Limits of the profiling phase.
+const (
+	// DefaultProfileRuns is T, the committed runs a task profiles for.
+	DefaultProfileRuns = 100
+	// MinProfileRuns and MaxProfileRuns bound T (paper §3.2: 10–1000).
+	MinProfileRuns = 10
+	MaxProfileRuns = 1000
+
+	// MaxRunRecords bounds the records buffered for one run; a run with
+	// more is discarded as incomplete.
+	MaxRunRecords = 1 << 20
+	// MaxPendingRuns bounds the runs buffered at once (measurements of the
+	// next run may arrive before the RunEnd of the previous one). Beginning
+	// one more drops the oldest.
+	MaxPendingRuns = 4
+	// MaxKernelInfos bounds the kernel names a Builder remembers.
+	MaxKernelInfos = 1 << 16
+)
+
+// ValidateProfileRuns checks that T is within MinProfileRuns–MaxProfileRuns.
+func ValidateProfileRuns(t int) error {
+	if t < MinProfileRuns || t > MaxProfileRuns {
+		return fmt.Errorf("%d not in %d–%d: %w", t, MinProfileRuns, MaxProfileRuns, ErrInvalidProfileRuns)
+	}
+	return nil
+}
+
+// RunOutcome says what EndRun did with a run.
+type RunOutcome uint8
+
+const (
+	// RunCommitted: the run's records were folded and it counts towards T.
+	RunCommitted RunOutcome = iota + 1
+	// RunDiscarded: the caller did not commit it (it overlapped another
+	// task's kernels); nothing was folded.
+	RunDiscarded
+	// RunIncomplete: the buffered records do not match the run's kernel
+	// count (records were lost or duplicated, or the run exceeded
+	// MaxRunRecords); nothing was folded.
+	RunIncomplete
+	// RunEmpty: the run launched no kernel; it does not count.
+	RunEmpty
+	// RunIgnored: the profile is already complete; nothing was folded.
+	RunIgnored
+)
+
+// String names the outcome.
+func (o RunOutcome) String() string {
+	switch o {
+	case RunCommitted:
+		return "committed"
+	case RunDiscarded:
+		return "discarded"
+	case RunIncomplete:
+		return "incomplete"
+	case RunEmpty:
+		return "empty"
+	case RunIgnored:
+		return "ignored"
+	}
+	return fmt.Sprintf("outcome(%d)", uint8(o))
+}
+
+type pendingRun struct {
+	run      uint32
+	records  []Record
+	overflow bool
+}
+
+// Builder folds the measurements of a task's profiling runs into a Profile.
+// Records of a run are buffered until EndRun; only committed runs change the
+// profile, so a discarded run leaves no trace. After T committed runs the
+// profile moves to PhaseSharing and further runs are ignored.
+//
+// A Builder follows the run counter of one registration of the hook. When a
+// task registers again (its run numbers start over), continue with
+// ResumeBuilder(b.Profile(), T), which keeps everything folded so far.
+//
+// A Builder does no IO and reads no clock. It is not safe for concurrent
+// use.
+type Builder struct {
+	p       *Profile
+	pending []*pendingRun // in order of BeginRun
+	infos   map[uint64]KernelInfo
+	// lastEnded is the newest run EndRun saw (valid when ended): records
+	// of it or older runs arriving late are ignored.
+	lastEnded uint32
+	ended     bool
+	// dirty holds the kernels whose cached quantiles are stale; Profile
+	// refreshes them, so that folding a run costs no quantile queries.
+	dirty map[uint64]*KernelStats
+}
+
+// NewBuilder starts an empty profile for a task on a GPU model, to be
+// complete after profileRuns committed runs.
+func NewBuilder(taskKey, gpu string, profileRuns int) (*Builder, error) {
+	if err := ValidateProfileRuns(profileRuns); err != nil {
+		return nil, err
+	}
+	return newBuilder(NewProfile(taskKey, gpu, uint32(profileRuns))), nil
+}
+
+// ResumeBuilder continues folding into a copy of p (for example a
+// profiling-phase profile read back from the store after a restart) until it
+// has profileRuns committed runs. A profile already in PhaseSharing, or
+// with at least profileRuns runs, is complete.
+func ResumeBuilder(p *Profile, profileRuns int) (*Builder, error) {
+	if err := ValidateProfileRuns(profileRuns); err != nil {
+		return nil, err
+	}
+	c := p.Clone()
+	if c.Phase != PhaseSharing {
+		c.TargetRuns = uint32(profileRuns)
+		if c.Runs >= c.TargetRuns {
+			c.Phase = PhaseSharing
+		} else {
+			c.Phase = PhaseProfiling
+		}
+	}
+	b := newBuilder(c)
+	for id, k := range c.Kernels {
+		if k.Name != "" {
+			b.infos[id] = KernelInfo{ID: id, Name: k.Name, Grid: k.Grid, Block: k.Block}
+		}
+	}
+	return b, nil
+}
+
+func newBuilder(p *Profile) *Builder {
+	return &Builder{
+		p:     p,
+		infos: make(map[uint64]KernelInfo),
+		dirty: make(map[uint64]*KernelStats),
+	}
+}
+
+// Phase is the profile's phase.
+func (b *Builder) Phase() Phase { return b.p.Phase }
+
+// Complete reports whether the profile has its T committed runs.
+func (b *Builder) Complete() bool { return b.p.Phase == PhaseSharing }
+
+// Runs is the number of committed runs.
+func (b *Builder) Runs() uint32 { return b.p.Runs }
+
+// TargetRuns is T.
+func (b *Builder) TargetRuns() uint32 { return b.p.TargetRuns }
+
+// Profile returns a deep copy of the profile as folded so far, safe to hand
+// to other goroutines.
+func (b *Builder) Profile() *Profile {
+	for id, k := range b.dirty {
+		k.Duration.refresh()
+		k.Gap.refresh()
+		delete(b.dirty, id)
+	}
+	return b.p.Clone()
+}
+
+// AddKernelInfo records the name and geometry of a kernel ID. It may come
+// before or after the records that mention the ID.
+func (b *Builder) AddKernelInfo(info KernelInfo) {
+	if _, ok := b.infos[info.ID]; !ok && len(b.infos) >= MaxKernelInfos {
+		return
+	}
+	b.infos[info.ID] = info
+	if k, ok := b.p.Kernels[info.ID]; ok {
+		k.Name, k.Grid, k.Block = info.Name, info.Grid, info.Block
+	}
+}
+
+// BeginRun starts buffering a run, forgetting anything buffered for the same
+// run number. AddRecords begins a run implicitly, so calling BeginRun is
+// only needed to reset one.
+func (b *Builder) BeginRun(run uint32) {
+	if b.Complete() || b.stale(run) {
+		return
+	}
+	b.drop(run)
+	b.begin(run)
+}
+
+// stale reports whether run is not newer than the last ended run (in
+// serial-number order, so that the uint32 run counter may wrap).
+func (b *Builder) stale(run uint32) bool {
+	return b.ended && int32(run-b.lastEnded) <= 0
+}
+
+func (b *Builder) begin(run uint32) *pendingRun {
+	if len(b.pending) >= MaxPendingRuns {
+		b.pending = b.pending[1:]
+		b.p.DiscardedRuns++
+	}
+	pr := &pendingRun{run: run}
+	b.pending = append(b.pending, pr)
+	return pr
+}
+
+func (b *Builder) find(run uint32) *pendingRun {
+	for _, pr := range b.pending {
+		if pr.run == run {
+			return pr
+		}
+	}
+	return nil
+}
+
+// drop forgets a pending run and reports whether there was one.
+func (b *Builder) drop(run uint32) bool {
+	for i, pr := range b.pending {
+		if pr.run == run {
+			b.pending = append(b.pending[:i], b.pending[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// AddRecords buffers measurement records of a run. The slice is copied.
+func (b *Builder) AddRecords(run uint32, recs []Record) {
+	if b.Complete() {
+		return
+	}
+	if b.stale(run) {
+		return
+	}
+	pr := b.find(run)
+	if pr == nil {
+		pr = b.begin(run)
+	}
+	if pr.overflow {
+		return
+	}
+	if len(pr.records)+len(recs) > MaxRunRecords {
+		pr.overflow = true
+		pr.records = nil
+		return
+	}
+	pr.records = append(pr.records, recs...)
+}
+
+// EndRun ends a run that launched kernels kernels and took runNs, folding
+// its buffered records into the profile if commit is true and exactly
+// kernels records arrived. Runs begun before this one that are still
+// pending lost their RunEnd and are dropped (counted as discarded); records
+// of this run or older ones that arrive later are ignored.
+func (b *Builder) EndRun(run, kernels uint32, runNs uint64, commit bool) RunOutcome {
+	if b.Complete() {
+		b.pending = nil
+		return RunIgnored
+	}
+	pr := b.find(run)
+	b.drop(run)
+	if !b.stale(run) {
+		b.lastEnded, b.ended = run, true
+	}
+	kept := b.pending[:0]
+	for _, o := range b.pending {
+		if int32(o.run-run) < 0 {
+			b.p.DiscardedRuns++
+			continue
+		}
+		kept = append(kept, o)
+	}
+	b.pending = kept
+
+	var n int
+	if pr != nil {
+		n = len(pr.records)
+	}
+	switch {
+	case kernels == 0 && n == 0 && (pr == nil || !pr.overflow):
+		return RunEmpty
+	case !commit:
+		b.p.DiscardedRuns++
+		return RunDiscarded
+	case pr == nil || pr.overflow || uint64(n) != uint64(kernels):
+		b.p.DiscardedRuns++
+		return RunIncomplete
+	}
+	b.fold(pr.records, runNs)
+	return RunCommitted
+}
+
+// fold adds a committed run to the profile.
+func (b *Builder) fold(recs []Record, runNs uint64) {
+	p := b.p
+	for _, r := range recs {
+		k, ok := p.Kernels[r.KernelID]
+		if !ok {
+			k = &KernelStats{ID: r.KernelID, Duration: newDist(), Gap: newDist()}
+			if info, ok := b.infos[r.KernelID]; ok {
+				k.Name, k.Grid, k.Block = info.Name, info.Grid, info.Block
+			}
+			p.Kernels[r.KernelID] = k
+		}
+		b.dirty[r.KernelID] = k
+		k.Duration.add(r.DurationNs)
+		p.Duration.add(r.DurationNs)
+		if r.Flags&FlagGapSpansRunEnd == 0 {
+			k.Gap.add(r.GapNs)
+			p.Gap.add(r.GapNs)
+		}
+	}
+	p.RunTime.add(runNs)
+	p.RunTime.refresh()
+	p.Duration.refresh()
+	p.Gap.refresh()
+	p.Runs++
+	if p.Runs >= p.TargetRuns {
+		p.Phase = PhaseSharing
+		b.pending = nil
+	}
+}

@@ -1,0 +1,122 @@
+package profiler
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"unicode/utf8"
+)
+
+// ValidateProfile checks the invariants every profile the Builder makes
+// holds; the decoders apply it to what they read.
+//
+//   - TaskKey is non-empty valid UTF-8 of at most MaxTaskKeyLen bytes, GPU
+//     valid UTF-8 of at most MaxGPULen bytes.
+//   - Phase is PhaseSharing exactly when Runs ≥ TargetRuns, and TargetRuns
+//     is within MinProfileRuns–MaxProfileRuns.
+//   - RunTime has one value per committed run.
+//   - Every Dist has a sketch holding Count values, a finite non-negative
+//     mean and M2, and mean 0 when empty.
+//   - Every kernel has at least one execution, no more gaps than
+//     executions, and is filed under its own ID; the task-level Duration
+//     and Gap hold exactly the kernels' values.
+func ValidateProfile(p *Profile) error {
+	if p.TaskKey == "" {
+		return fmt.Errorf("empty task key: %w", ErrInvalid)
+	}
+	if len(p.TaskKey) > MaxTaskKeyLen || !utf8.ValidString(p.TaskKey) {
+		return fmt.Errorf("task key: %w", ErrInvalid)
+	}
+	if len(p.GPU) > MaxGPULen || !utf8.ValidString(p.GPU) {
+		return fmt.Errorf("gpu model: %w", ErrInvalid)
+	}
+	if !p.Phase.Valid() {
+		return fmt.Errorf("phase %d: %w", uint8(p.Phase), ErrInvalid)
+	}
+	if err := ValidateProfileRuns(int(p.TargetRuns)); err != nil {
+		return fmt.Errorf("target runs: %w", errors.Join(ErrInvalid, err))
+	}
+	if (p.Phase == PhaseSharing) != (p.Runs >= p.TargetRuns) {
+		return fmt.Errorf("phase %s with %d of %d runs: %w", p.Phase, p.Runs, p.TargetRuns, ErrInvalid)
+	}
+	if err := validateDist("run time", &p.RunTime); err != nil {
+		return err
+	}
+	if p.RunTime.Count != uint64(p.Runs) {
+		return fmt.Errorf("%d run times for %d runs: %w", p.RunTime.Count, p.Runs, ErrInvalid)
+	}
+	if err := validateDist("duration", &p.Duration); err != nil {
+		return err
+	}
+	if err := validateDist("gap", &p.Gap); err != nil {
+		return err
+	}
+	var durations, gaps uint64
+	for id, k := range p.Kernels {
+		if k == nil || k.ID != id {
+			return fmt.Errorf("kernel %016x filed wrongly: %w", id, ErrInvalid)
+		}
+		if len(k.Name) > MaxNameLen || !utf8.ValidString(k.Name) {
+			return fmt.Errorf("kernel %016x name: %w", id, ErrInvalid)
+		}
+		if err := validateDist(fmt.Sprintf("kernel %016x duration", id), &k.Duration); err != nil {
+			return err
+		}
+		if err := validateDist(fmt.Sprintf("kernel %016x gap", id), &k.Gap); err != nil {
+			return err
+		}
+		if k.Duration.Count == 0 || k.Gap.Count > k.Duration.Count {
+			return fmt.Errorf("kernel %016x: %d executions, %d gaps: %w", id, k.Duration.Count, k.Gap.Count, ErrInvalid)
+		}
+		durations += k.Duration.Count
+		gaps += k.Gap.Count
+		if durations < k.Duration.Count {
+			return fmt.Errorf("kernel counts overflow: %w", ErrInvalid)
+		}
+	}
+	if durations != p.Duration.Count || gaps != p.Gap.Count {
+		return fmt.Errorf("task totals %d/%d disagree with kernels %d/%d: %w",
+			p.Duration.Count, p.Gap.Count, durations, gaps, ErrInvalid)
+	}
+	return nil
+}
+
+func validateDist(what string, d *Dist) error {
+	if d.Sketch == nil {
+		return fmt.Errorf("%s: no sketch: %w", what, ErrInvalid)
+	}
+	if n := d.Sketch.Count(); n != d.Count {
+		return fmt.Errorf("%s: sketch holds %d values, count %d: %w", what, n, d.Count, ErrInvalid)
+	}
+	if !finite(d.Mean) || !finite(d.M2) || d.Mean < 0 || d.M2 < 0 {
+		return fmt.Errorf("%s: mean %v, m2 %v: %w", what, d.Mean, d.M2, ErrInvalid)
+	}
+	if d.Count == 0 {
+		if d.Mean != 0 || d.M2 != 0 || d.Min != 0 || d.Max != 0 {
+			return fmt.Errorf("%s: empty with mean %v: %w", what, d.Mean, ErrInvalid)
+		}
+		return nil
+	}
+	// The mean lies within min–max up to rounding.
+	lo, hi := float64(d.Min), float64(d.Max)
+	if d.Min > d.Max || d.Mean < lo-1e-9*lo-1e-6 || d.Mean > hi+1e-9*hi+1e-6 {
+		return fmt.Errorf("%s: mean %v outside %d–%d: %w", what, d.Mean, d.Min, d.Max, ErrInvalid)
+	}
+	if (d.Sketch.ZeroCount() > 0) != (d.Min == 0) {
+		return fmt.Errorf("%s: minimum %d with %d zeros: %w", what, d.Min, d.Sketch.ZeroCount(), ErrInvalid)
+	}
+	return nil
+}
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// refresh recomputes every cached quantile.
+func (p *Profile) refresh() {
+	p.RunTime.refresh()
+	p.Duration.refresh()
+	p.Gap.refresh()
+	for _, k := range p.Kernels {
+		k.Duration.refresh()
+		k.Gap.refresh()
+	}
+}

@@ -1,0 +1,24 @@
+package store
+
+import "errors"
+
+var (
+	// ErrNotFound is returned for a (GPU model, task key) with no profile.
+	ErrNotFound = errors.New("profile not found")
+
+	// ErrLocked is returned by OpenBadger when another process (normally
+	// `fikit serve`) holds the directory. The error also wraps Badger's.
+	// Callers can then ask that process through Remote.
+	ErrLocked = errors.New("profile store is locked by another process")
+
+	// ErrInvalidKey is returned for an empty GPU model or task key, a GPU
+	// model containing a NUL byte, or a key too long to store.
+	ErrInvalidKey = errors.New("invalid profile key")
+
+	// ErrClosed is returned by every method of a closed store.
+	ErrClosed = errors.New("profile store closed")
+
+	// ErrUnavailable is returned by a RemoteStore that cannot reach the
+	// daemon's socket.
+	ErrUnavailable = errors.New("profile store daemon unavailable")
+)
