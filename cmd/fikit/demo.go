@@ -1,16 +1,289 @@
 package main
 
 import (
-	"errors"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/fikit/fikit/cmd/internal/daemon"
+	"github.com/fikit/fikit/cmd/internal/harness"
+	"github.com/fikit/fikit/scheduler"
 )
 
 func demoCommand() *cli.Command {
 	return &cli.Command{
-		Name:   "demo",
-		Usage:  "(not implemented yet)",
-		Hidden: true,
-		Action: func(c *cli.Context) error { return errors.New("demo: not implemented yet") },
+		Name:  "demo",
+		Usage: "show FIKIT on the simulated GPU: a high-priority service alone, shared by default, and under fikit",
+		Description: "Starts a daemon, profiles two embedded inference traces (a launch-bound high-priority\n" +
+			"service with requests at a fixed interval, and a closed-loop low-priority one), then runs\n" +
+			"them together without a scheduler (the GPU's default time-slicing) and under fikit, and\n" +
+			"prints the high-priority JCT beside its JCT alone and the low-priority work done.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "hp-trace", Value: "h100/resnet50_4_fwd", Usage: "high-priority trace (file or embedded name)"},
+			&cli.StringFlag{Name: "lp-trace", Value: "h100/bert_2_fwd", Usage: "low-priority trace (file or embedded name)"},
+			&cli.Int64Flag{Name: "hp-cpu-ns", Value: 12000, Usage: "host time per high-priority launch (framework overhead)"},
+			&cli.Int64Flag{Name: "lp-cpu-ns", Value: 5000, Usage: "host time per low-priority launch"},
+			&cli.DurationFlag{Name: "interval", Value: 5 * time.Millisecond, Usage: "high-priority request interval"},
+			&cli.IntFlag{Name: "runs", Value: 200, Usage: "high-priority requests per mode"},
+			&cli.IntFlag{Name: "profile-runs", Value: 20, Usage: "profiling runs (T)"},
+			&cli.StringFlag{Name: "model", Usage: "simgpu device model: timeslice (default) or fifo"},
+			&cli.StringFlag{Name: "keep", Usage: "keep the work files (timeline, logs) in this directory"},
+			&cli.BoolFlag{Name: "json", Usage: "print the results as JSON"},
+			&cli.BoolFlag{Name: "verbose", Usage: "show the daemon's log"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usageError(c, "demo takes no arguments")
+			}
+			bin, err := binDir()
+			if err != nil {
+				return err
+			}
+			dir := c.String("keep")
+			if dir == "" {
+				if dir, err = os.MkdirTemp("", "fikit-demo-"); err != nil {
+					return err
+				}
+				defer os.RemoveAll(dir)
+			}
+			progress := c.App.ErrWriter
+			if c.Bool("json") {
+				progress = os.Stderr
+			}
+			res, err := runDemo(c.Context, demoOptions{
+				bin: bin, dir: dir, hpTrace: c.String("hp-trace"), lpTrace: c.String("lp-trace"),
+				hpCPU: c.Int64("hp-cpu-ns"), lpCPU: c.Int64("lp-cpu-ns"), interval: c.Duration("interval"),
+				runs: c.Int("runs"), profileRuns: c.Int("profile-runs"), model: c.String("model"),
+				verbose: c.Bool("verbose"), progress: progress,
+			})
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				enc := json.NewEncoder(c.App.Writer)
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			printDemo(c.App.Writer, res)
+			return nil
+		},
 	}
+}
+
+// binDir is the directory of the running fikit binary (bin/), where the
+// hook, the replayer and simgpu are built.
+func binDir() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	exe, err = filepath.EvalSymlinks(exe)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(exe), nil
+}
+
+type demoOptions struct {
+	bin, dir, hpTrace, lpTrace, model string
+	hpCPU, lpCPU                      int64
+	interval                          time.Duration
+	runs, profileRuns                 int
+	verbose                           bool
+	progress                          io.Writer
+}
+
+// DemoMode is one way of running the pair.
+type DemoMode struct {
+	HPp50Ns  int64   `json:"hp_p50_ns"`
+	HPp99Ns  int64   `json:"hp_p99_ns"`
+	HPMeanNs float64 `json:"hp_mean_ns"`
+	HPRatio  float64 `json:"hp_p50_vs_alone"`
+	HPRuns   int     `json:"hp_runs"`
+	LPRuns   int     `json:"lp_runs"`
+	LPRate   float64 `json:"lp_runs_per_s"`
+	FillPct  float64 `json:"fill_pct"`
+	SpanNs   int64   `json:"span_ns"`
+	HPPid    int     `json:"hp_pid"`
+	LPPid    int     `json:"lp_pid"`
+}
+
+// DemoResult is what `fikit demo --json` prints.
+type DemoResult struct {
+	HPTrace      string   `json:"hp_trace"`
+	LPTrace      string   `json:"lp_trace"`
+	Alone        DemoMode `json:"alone"`
+	LPAloneRate  float64  `json:"lp_alone_runs_per_s"`
+	Sharing      DemoMode `json:"default_sharing"`
+	Fikit        DemoMode `json:"fikit"`
+	Timeline     string   `json:"timeline,omitempty"`
+	SharingStart int64    `json:"sharing_start_ns"`
+	FikitStart   int64    `json:"fikit_start_ns"`
+}
+
+func runDemo(ctx context.Context, o demoOptions) (*DemoResult, error) {
+	logf := harness.Printer(o.progress)
+	env, err := harness.New(harness.Options{Bin: o.bin, Dir: o.dir, Model: o.model, Timeline: true})
+	if err != nil {
+		return nil, err
+	}
+	defer env.Close()
+	cfg := scheduler.DefaultConfig()
+	cfg.ProfileRuns = o.profileRuns
+	var dlog io.Writer
+	if o.verbose {
+		dlog = o.progress
+	}
+	d, err := harness.StartDaemon(ctx, cfg, dlog)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Stop()
+
+	hp := harness.Service{Name: "high-priority", Trace: o.hpTrace, CPUNs: o.hpCPU, Prio: 0, TaskKey: "demo-hp", Warmup: 3}
+	lp := harness.Service{Name: "low-priority", Trace: o.lpTrace, CPUNs: o.lpCPU, Prio: 5, TaskKey: "demo-lp"}
+	logf("fikit demo on the simulated GPU (work files in %s)", o.dir)
+	logf("1/5 profiling %s (%s) and %s (%s), %d runs each", hp.Name, o.hpTrace, lp.Name, o.lpTrace, o.profileRuns)
+	if err := env.Profile(ctx, d, hp, o.profileRuns, logf); err != nil {
+		return nil, err
+	}
+	if err := env.Profile(ctx, d, lp, o.profileRuns, logf); err != nil {
+		return nil, err
+	}
+	res := &DemoResult{HPTrace: o.hpTrace, LPTrace: o.lpTrace, Timeline: env.TimelinePath()}
+
+	hpRun := hp
+	hpRun.Runs, hpRun.Every = o.runs, o.interval
+	logf("2/5 %s alone under the hook: %d requests every %s", hp.Name, o.runs, o.interval)
+	alone := hpRun
+	alone.Hooked, alone.Scheduler = true, d.Addr()
+	p, err := env.Start(ctx, alone)
+	if err != nil {
+		return nil, err
+	}
+	ar, err := p.Wait()
+	if err != nil {
+		return nil, err
+	}
+	res.Alone = modeOf(ar, nil, nil)
+
+	logf("3/5 %s alone for a second (its throughput)", lp.Name)
+	lpAlone := lp
+	lpAlone.Hooked, lpAlone.Scheduler, lpAlone.Runs = true, d.Addr(), 1_000_000
+	lpProc, err := env.Start(ctx, lpAlone)
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(time.Second)
+	lr := lpProc.Stop()
+	if s, e := lr.Span(); e > s {
+		res.LPAloneRate = float64(len(lr.Runs)) / (float64(e-s) / 1e9)
+	}
+
+	logf("4/5 both at once, default sharing (no scheduler: the GPU's time-slicing)")
+	res.SharingStart = monotonicNs()
+	sh, err := env.RunPair(ctx, hpRun, lp, nil)
+	if err != nil {
+		return nil, err
+	}
+	res.Sharing = modeOf(sh.HP, sh, ar.JCTs())
+
+	logf("5/5 both at once under fikit")
+	hpF, lpF := hpRun, lp
+	hpF.Hooked, hpF.Scheduler = true, d.Addr()
+	lpF.Hooked, lpF.Scheduler = true, d.Addr()
+	res.FikitStart = monotonicNs()
+	fk, err := env.RunPair(ctx, hpF, lpF, func() (int, int) { return taskPids(d.Status().Tasks, hp.TaskKey, lp.TaskKey) })
+	if err != nil {
+		return nil, err
+	}
+	res.Fikit = modeOf(fk.HP, fk, ar.JCTs())
+
+	if segs, err := harness.ReadTimeline(env.TimelinePath()); err == nil {
+		for _, m := range []struct {
+			mode *DemoMode
+			pair *harness.PairResult
+		}{{&res.Sharing, sh}, {&res.Fikit, fk}} {
+			from, to := m.pair.HP.Span()
+			m.mode.FillPct = 100 * harness.FillShare(segs, m.pair.HPPid, m.pair.LPPid, from, to)
+		}
+	} else {
+		logf("timeline: %v", err)
+	}
+	return res, nil
+}
+
+func modeOf(hp *harness.Result, pair *harness.PairResult, aloneJCTs []int64) DemoMode {
+	j := hp.JCTs()
+	m := DemoMode{HPp50Ns: harness.Quantile(j, 0.5), HPp99Ns: harness.Quantile(j, 0.99), HPRuns: len(j)}
+	m.HPMeanNs, _ = harness.MeanCV(j)
+	base := harness.Quantile(aloneJCTs, 0.5)
+	if aloneJCTs == nil {
+		base = m.HPp50Ns
+	}
+	if base > 0 {
+		m.HPRatio = float64(m.HPp50Ns) / float64(base)
+	}
+	if pair != nil {
+		m.LPRuns, m.LPRate, m.SpanNs, m.HPPid, m.LPPid = pair.LPRuns, pair.LPRate, pair.SpanNs, pair.HPPid, pair.LPPid
+	}
+	return m
+}
+
+func taskPids(tasks []daemonTask, hpKey, lpKey string) (hp, lp int) {
+	for _, t := range tasks {
+		switch t.Key {
+		case hpKey:
+			hp = int(t.PID)
+		case lpKey:
+			lp = int(t.PID)
+		}
+	}
+	return hp, lp
+}
+
+func printDemo(w io.Writer, r *DemoResult) {
+	ms := func(ns int64) string { return fmt.Sprintf("%.2f ms", float64(ns)/1e6) }
+	fmt.Fprintf(w, "\nhigh priority: %s, one request every interval; low priority: %s, back to back\n\n", r.HPTrace, r.LPTrace)
+	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "mode\tHP p50 JCT\tHP p99 JCT\tHP p50 vs alone\tLP runs done\tLP runs/s\tHP idle GPU filled\t")
+	fmt.Fprintf(tw, "HP alone\t%s\t%s\t%.2fx\t-\t-\t-\t\n", ms(r.Alone.HPp50Ns), ms(r.Alone.HPp99Ns), 1.0)
+	fmt.Fprintf(tw, "LP alone\t-\t-\t-\t-\t%.0f\t-\t\n", r.LPAloneRate)
+	for _, m := range []struct {
+		name string
+		m    DemoMode
+	}{{"default sharing", r.Sharing}, {"fikit", r.Fikit}} {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2fx\t%d\t%.0f\t%.0f%%\t\n", m.name, ms(m.m.HPp50Ns), ms(m.m.HPp99Ns),
+			m.m.HPRatio, m.m.LPRuns, m.m.LPRate, m.m.FillPct)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nUnder fikit the high-priority p50 JCT is %.2fx its JCT alone (default sharing: %.2fx),\n"+
+		"while the low-priority service still completes %.0f%% of the runs it completes under default sharing.\n",
+		r.Fikit.HPRatio, r.Sharing.HPRatio, pct(r.Fikit.LPRate, r.Sharing.LPRate))
+}
+
+func pct(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * a / b
+}
+
+type daemonTask = daemon.TaskStatus
+
+// monotonicNs reads CLOCK_MONOTONIC, the clock of simgpu's timeline and of
+// fikit-replay's start_ns.
+func monotonicNs() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }

@@ -1,16 +1,326 @@
 package main
 
 import (
-	"errors"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/fikit/fikit/profiler"
+	"github.com/fikit/fikit/scheduler/sim"
+	"github.com/fikit/fikit/simgpu/devmodel"
+	"github.com/fikit/fikit/simgpu/trace"
+	"github.com/fikit/fikit/store"
 )
 
 func simCommand() *cli.Command {
 	return &cli.Command{
-		Name:   "sim",
-		Usage:  "(not implemented yet)",
-		Hidden: true,
-		Action: func(c *cli.Context) error { return errors.New("sim: not implemented yet") },
+		Name:      "sim",
+		Usage:     "predict how services fare sharing a GPU, in a discrete-event simulation",
+		ArgsUsage: " ",
+		Description: "Runs the scheduling core over simulated services on simgpu's device model and\n" +
+			"reports each service's JCT under exclusive use, default sharing and fikit.\n\n" +
+			"A service is a trace:   --service trace=h100/resnet50_4_fwd,prio=0,cpu=12us,every=5ms,runs=200\n" +
+			"or a stored profile:    --profile 'KEY:prio=0,every=5ms'  (kernels re-created from the profile)\n" +
+			"Service options: prio=0..9, cpu=DUR (host time per launch), every=DUR or poisson=RATE\n" +
+			"(open-loop arrivals; default closed loop), runs=N, pre=DUR, post=DUR, name=NAME.\n" +
+			"The first service is the one whose idle GPU time the fill share refers to; services\n" +
+			"without runs= run alongside until the others finish.",
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "service", Usage: "a service from a trace (repeatable)"},
+			&cli.StringSliceFlag{Name: "profile", Usage: "a service from a stored profile KEY[:options] (repeatable)"},
+			&cli.StringFlag{Name: "data-dir", Value: defaultDataDir(), Usage: "profile store for --profile", EnvVars: []string{"FIKIT_DATA_DIR"}},
+			&cli.StringFlag{Name: "gpu", Usage: "GPU model of the --profile profiles, when a key has several"},
+			&cli.StringFlag{Name: "mode", Value: "all", Usage: "exclusive, sharing, fikit or all"},
+			&cli.StringFlag{Name: "model", Value: "timeslice", Usage: "device model: timeslice or fifo"},
+			&cli.DurationFlag{Name: "switch", Value: 25 * time.Microsecond, Usage: "context-switch cost"},
+			&cli.DurationFlag{Name: "slice", Value: 2 * time.Millisecond, Usage: "time slice"},
+			&cli.DurationFlag{Name: "launch-latency", Value: 4 * time.Microsecond, Usage: "launch to device arrival"},
+			&cli.DurationFlag{Name: "notify-latency", Value: 30 * time.Microsecond, Usage: "hook launch notification to daemon"},
+			&cli.DurationFlag{Name: "grant-rtt", Value: 60 * time.Microsecond, Usage: "waiter request to grant round trip"},
+			&cli.IntFlag{Name: "profile-runs", Value: 20, Usage: "runs to profile trace services with (simulated, exact)"},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usageError(c, "unexpected argument %q (services go in --service or --profile)", c.Args().First())
+			}
+			dev := devmodel.DefaultConfig()
+			switch c.String("model") {
+			case "timeslice":
+				dev.Model = devmodel.Timeslice
+			case "fifo":
+				dev.Model = devmodel.FIFO
+			default:
+				return usageError(c, "--model must be timeslice or fifo")
+			}
+			dev.Switch, dev.Timeslice, dev.LaunchLatency = c.Duration("switch"), c.Duration("slice"), c.Duration("launch-latency")
+			var modes []sim.Mode
+			switch c.String("mode") {
+			case "all":
+				modes = []sim.Mode{sim.Exclusive, sim.Sharing, sim.Fikit}
+			case "exclusive":
+				modes = []sim.Mode{sim.Exclusive}
+			case "sharing":
+				modes = []sim.Mode{sim.Sharing}
+			case "fikit":
+				modes = []sim.Mode{sim.Fikit}
+			default:
+				return usageError(c, "--mode must be exclusive, sharing, fikit or all")
+			}
+			var svcs []sim.Service
+			for _, spec := range c.StringSlice("service") {
+				sv, err := serviceFromTrace(spec)
+				if err != nil {
+					return usageError(c, "--service %q: %v", spec, err)
+				}
+				svcs = append(svcs, sv)
+			}
+			if specs := c.StringSlice("profile"); len(specs) > 0 {
+				ps, err := servicesFromProfiles(c, specs)
+				if err != nil {
+					return err
+				}
+				svcs = append(svcs, ps...)
+			}
+			if len(svcs) == 0 {
+				// The demo's pair.
+				for _, spec := range []string{"trace=h100/resnet50_4_fwd,prio=0,cpu=12us,every=5ms,runs=200,name=high",
+					"trace=h100/bert_2_fwd,prio=5,cpu=5us,name=low"} {
+					sv, _ := serviceFromTrace(spec)
+					svcs = append(svcs, sv)
+				}
+			}
+			for i := range svcs {
+				if svcs[i].Profile == nil {
+					p, err := sim.BuildProfile(dev, svcs[i], c.Int("profile-runs"))
+					if err != nil {
+						return fmt.Errorf("profiling %s: %w", svcs[i].Name, err)
+					}
+					svcs[i].Profile = p
+				}
+			}
+			opts := sim.DefaultOptions()
+			opts.Device = dev
+			opts.Scheduler.ProfileRuns = c.Int("profile-runs")
+			opts.NotifyLatency, opts.GrantRTT = c.Duration("notify-latency"), c.Duration("grant-rtt")
+			rep := simReport{Model: c.String("model"), SwitchNs: int64(dev.Switch)}
+			var alone []int64
+			for _, m := range modes {
+				opts.Mode = m
+				start := time.Now()
+				r, err := sim.Run(opts, svcs)
+				if err != nil {
+					return err
+				}
+				mr := simModeReport{Mode: m.String(), FillPct: r.FillPct, WallMs: float64(time.Since(start).Microseconds()) / 1e3}
+				if r.EndNs > 0 {
+					mr.Utilization = float64(r.DeviceBusyNs) / float64(r.EndNs)
+				}
+				for i, s := range r.Services {
+					sum := sim.Summarize(s.JCTs)
+					sr := simServiceReport{Name: s.Name, Priority: svcs[i].Priority, Runs: sum.Runs, P50Ns: sum.P50,
+						P99Ns: sum.P99, MeanNs: sum.Mean, CV: sum.CV}
+					if span := s.Span[1] - s.Span[0]; span > 0 {
+						sr.RunsPerSec = float64(s.Runs) / (float64(span) / 1e9)
+					}
+					if m == sim.Exclusive {
+						alone = append(alone, int64(sum.P50))
+					} else if i < len(alone) && alone[i] > 0 {
+						sr.VsAlone = sum.P50 / float64(alone[i])
+					}
+					mr.Services = append(mr.Services, sr)
+				}
+				rep.Modes = append(rep.Modes, mr)
+			}
+			if c.Bool("json") {
+				enc := json.NewEncoder(c.App.Writer)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rep)
+			}
+			printSim(c.App.Writer, &rep)
+			return nil
+		},
 	}
+}
+
+type simReport struct {
+	Model    string          `json:"model"`
+	SwitchNs int64           `json:"switch_ns"`
+	Modes    []simModeReport `json:"modes"`
+}
+
+type simModeReport struct {
+	Mode        string             `json:"mode"`
+	Utilization float64            `json:"device_utilization"`
+	FillPct     float64            `json:"fill_pct"`
+	WallMs      float64            `json:"wall_ms"`
+	Services    []simServiceReport `json:"services"`
+}
+
+type simServiceReport struct {
+	Name       string  `json:"name"`
+	Priority   uint8   `json:"priority"`
+	Runs       int     `json:"runs"`
+	RunsPerSec float64 `json:"runs_per_s"`
+	P50Ns      float64 `json:"p50_ns"`
+	P99Ns      float64 `json:"p99_ns"`
+	MeanNs     float64 `json:"mean_ns"`
+	CV         float64 `json:"cv"`
+	VsAlone    float64 `json:"p50_vs_alone,omitempty"`
+}
+
+func printSim(w io.Writer, r *simReport) {
+	fmt.Fprintf(w, "simulated %s device, context switch %s\n\n", r.Model, time.Duration(r.SwitchNs))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "mode\tservice\tprio\truns\truns/s\tp50 JCT\tp99 JCT\tp50 vs alone\tGPU util\tfilled\t")
+	for _, m := range r.Modes {
+		for i, s := range m.Services {
+			util, fill, vs := "", "", "-"
+			if i == 0 {
+				util = fmt.Sprintf("%.0f%%", 100*m.Utilization)
+				if m.Mode != "exclusive" && len(m.Services) > 1 {
+					fill = fmt.Sprintf("%.0f%%", m.FillPct)
+				}
+			}
+			if s.VsAlone > 0 {
+				vs = fmt.Sprintf("%.2fx", s.VsAlone)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f\t%s\t%s\t%s\t%s\t%s\t\n", m.Mode, s.Name, s.Priority, s.Runs, s.RunsPerSec,
+				sim.Ms(s.P50Ns), sim.Ms(s.P99Ns), vs, util, fill)
+		}
+	}
+	tw.Flush()
+}
+
+// serviceFromTrace parses "trace=NAME,prio=N,cpu=DUR,every=DUR,…".
+func serviceFromTrace(spec string) (sim.Service, error) {
+	opts, err := parseServiceOptions(spec)
+	if err != nil {
+		return sim.Service{}, err
+	}
+	name, ok := opts["trace"]
+	if !ok {
+		return sim.Service{}, fmt.Errorf("trace= is required")
+	}
+	tr, err := trace.Load(name)
+	if err != nil {
+		return sim.Service{}, err
+	}
+	cpu := int64(-1) // the trace's own host times, if it has them
+	if !tr.HasHostTime {
+		cpu = 0
+	}
+	if v, ok := opts["cpu"]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return sim.Service{}, fmt.Errorf("cpu: %w", err)
+		}
+		cpu = int64(d)
+	}
+	sv := sim.Service{Name: name, Kernels: sim.KernelsFromTrace(tr, cpu)}
+	return sv, applyServiceOptions(&sv, opts)
+}
+
+func parseServiceOptions(spec string) (map[string]string, error) {
+	opts := map[string]string{}
+	for _, kv := range strings.Split(spec, ",") {
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("%q is not key=value", kv)
+		}
+		opts[k] = v
+	}
+	return opts, nil
+}
+
+func applyServiceOptions(sv *sim.Service, opts map[string]string) error {
+	keys := make([]string, 0, len(opts))
+	for k := range opts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := opts[k]
+		dur := func() (time.Duration, error) { return time.ParseDuration(v) }
+		var err error
+		switch k {
+		case "trace", "cpu":
+		case "name":
+			sv.Name = v
+		case "prio":
+			var p int
+			p, err = strconv.Atoi(v)
+			if err == nil && (p < 0 || p > 9) {
+				err = fmt.Errorf("must be 0–9")
+			}
+			sv.Priority = uint8(p)
+		case "every":
+			sv.Every, err = dur()
+		case "poisson":
+			sv.Poisson, err = strconv.ParseFloat(v, 64)
+		case "runs":
+			sv.Runs, err = strconv.Atoi(v)
+		case "pre":
+			var d time.Duration
+			d, err = dur()
+			sv.PreNs = int64(d)
+		case "post":
+			var d time.Duration
+			d, err = dur()
+			sv.PostNs = int64(d)
+		case "seed":
+			sv.Seed, err = strconv.ParseUint(v, 10, 64)
+		default:
+			return fmt.Errorf("unknown option %q", k)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// serviceFromProfile builds a service from a stored profile.
+func serviceFromProfile(p *profiler.Profile, opts map[string]string) (sim.Service, error) {
+	ks, err := sim.KernelsFromProfile(p)
+	if err != nil {
+		return sim.Service{}, err
+	}
+	sv := sim.Service{Name: p.TaskKey, Kernels: ks, Profile: p}
+	return sv, applyServiceOptions(&sv, opts)
+}
+
+// servicesFromProfiles loads each --profile KEY[:options] from the store.
+func servicesFromProfiles(c *cli.Context, specs []string) ([]sim.Service, error) {
+	var svcs []sim.Service
+	err := withStore(c, false, func(s store.Store) error {
+		for _, spec := range specs {
+			key, rest, _ := strings.Cut(spec, ":")
+			opts, err := parseServiceOptions(rest)
+			if err != nil {
+				return usageError(c, "--profile %q: %v", spec, err)
+			}
+			p, err := getProfile(s, c.String("data-dir"), key, c.String("gpu"))
+			if err != nil {
+				return err
+			}
+			sv, err := serviceFromProfile(p, opts)
+			if err != nil {
+				return usageError(c, "--profile %q: %v", spec, err)
+			}
+			svcs = append(svcs, sv)
+		}
+		return nil
+	})
+	return svcs, err
 }

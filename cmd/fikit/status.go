@@ -1,16 +1,90 @@
 package main
 
 import (
-	"errors"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"text/tabwriter"
+	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/fikit/fikit/cmd/internal/daemon"
 )
 
 func statusCommand() *cli.Command {
 	return &cli.Command{
-		Name:   "status",
-		Usage:  "(not implemented yet)",
-		Hidden: true,
-		Action: func(c *cli.Context) error { return errors.New("status: not implemented yet") },
+		Name:  "status",
+		Usage: "show the running daemon's tasks and counters",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "data-dir", Value: defaultDataDir(), Usage: "the daemon's data directory (its admin socket is there)", EnvVars: []string{"FIKIT_DATA_DIR"}},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usageError(c, "status takes no arguments")
+			}
+			st, err := fetchStatus(c.Context, daemon.SocketPath(c.String("data-dir")))
+			if err != nil {
+				return err
+			}
+			if c.Bool("json") {
+				enc := json.NewEncoder(c.App.Writer)
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			return printStatus(c.App.Writer, st)
+		},
 	}
+}
+
+func fetchStatus(ctx context.Context, socket string) (*daemon.Status, error) {
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", socket)
+		},
+	}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://fikit/v1/status", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("no daemon answering on %s (is fikit serve running with this --data-dir?): %w", socket, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("daemon status: %s", resp.Status)
+	}
+	var st daemon.Status
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return nil, fmt.Errorf("daemon status: %w", err)
+	}
+	return &st, nil
+}
+
+func printStatus(w io.Writer, st *daemon.Status) error {
+	fmt.Fprintf(w, "fikit daemon on %s, up %s\n", st.Listen, time.Duration(st.UptimeNs).Round(time.Second))
+	s := st.Stats
+	fmt.Fprintf(w, "tasks %d, waiting launches %d, grants %d (%.1f ms predicted GPU time), early stops %d, dropped %d\n",
+		s.Tasks, s.Waiting, s.Grants, float64(s.GrantedNs)/1e6, s.EarlyStops, s.Dropped)
+	if s.PredictionSamples > 0 {
+		fmt.Fprintf(w, "gap prediction: mean error %+.1f µs, mean |error| %.1f µs over %d launches\n",
+			float64(s.PredictionErrNs)/float64(s.PredictionSamples)/1e3,
+			float64(s.PredictionAbsErrNs)/float64(s.PredictionSamples)/1e3, s.PredictionSamples)
+	}
+	if len(st.Tasks) == 0 {
+		fmt.Fprintln(w, "no tasks")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tPRIO\tROLE\tPHASE\tRUNS\tWAITING\tCREDIT\tJCT\tPID\tGPU\tTASK KEY")
+	for _, t := range st.Tasks {
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%d\t%s\t%s\n", t.ID, t.Priority, t.Role, t.Phase, t.Runs,
+			t.Waiting, t.Credit, time.Duration(t.JCTNs).Round(time.Microsecond), t.PID, t.Model, t.Key)
+	}
+	return tw.Flush()
 }

@@ -1,0 +1,94 @@
+package daemon
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/fikit/fikit/scheduler"
+	"github.com/fikit/fikit/store"
+)
+
+// adminServer serves HTTP on a unix socket: the daemon's status, the
+// profile store (so `fikit profile` works while the daemon holds Badger's
+// lock) and Prometheus metrics.
+type adminServer struct {
+	path string
+	ln   net.Listener
+	srv  *http.Server
+}
+
+// Status is the daemon's state as `fikit status` shows it.
+type Status struct {
+	Listen    string           `json:"listen"`
+	UptimeNs  int64            `json:"uptime_ns"`
+	Tasks     []TaskStatus     `json:"tasks"`
+	Stats     scheduler.Stats  `json:"stats"`
+	Scheduler scheduler.Config `json:"scheduler"`
+}
+
+// TaskStatus is one task in Status.
+type TaskStatus struct {
+	ID       uint32 `json:"id"`
+	Key      string `json:"task_key"`
+	PID      uint32 `json:"pid"`
+	Priority uint8  `json:"priority"`
+	GPU      string `json:"gpu"`
+	Model    string `json:"model"`
+	Role     string `json:"role"`
+	Phase    string `json:"phase"`
+	Credit   uint32 `json:"credit"`
+	Runs     int    `json:"profiled_runs"`
+	Waiting  int    `json:"waiting"`
+	JCTNs    int64  `json:"mean_jct_ns"`
+}
+
+func newAdminServer(s *Server, path string) (*adminServer, error) {
+	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
+		c.Close()
+		return nil, fmt.Errorf("admin socket %s: another daemon is serving it", path)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("removing stale admin socket: %w", err)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	_ = os.Chmod(path, 0o660)
+	mux := http.NewServeMux()
+	mux.Handle("/v1/profiles", store.Handler(s.cfg.Store))
+	mux.Handle("/v1/profiles/", store.Handler(s.cfg.Store))
+	mux.Handle("/metrics", promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/v1/status", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(s.Status())
+	})
+	return &adminServer{path: path, ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}, nil
+}
+
+func (a *adminServer) serve() { _ = a.srv.Serve(a.ln) }
+
+func (a *adminServer) close() {
+	_ = a.srv.Close()
+	_ = os.Remove(a.path)
+}
+
+// Status reports the daemon's state.
+func (s *Server) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Status{Listen: s.Addr().String(), UptimeNs: s.now(), Stats: s.core.Stats(), Scheduler: s.core.Config()}
+	for _, t := range s.core.Tasks() {
+		st.Tasks = append(st.Tasks, TaskStatus{ID: uint32(t.ID), Key: t.Key, PID: t.PID, Priority: t.Priority,
+			GPU: t.GPU, Model: t.Model, Role: t.Role.String(), Phase: t.Phase.String(), Credit: t.Credit,
+			Runs: t.Runs, Waiting: t.Waiting, JCTNs: t.JCTNs})
+	}
+	return st
+}

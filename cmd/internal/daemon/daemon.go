@@ -1,0 +1,198 @@
+// Package daemon is `fikit serve`: it owns the UDP socket, the clock and the
+// profile store, and drives the pure scheduling core (package scheduler) with
+// the messages hooks send. One goroutine reads datagrams and feeds the core;
+// the core's deadline becomes the socket's read deadline, so time-driven
+// decisions (idle holders, holds, dead tasks) need no second goroutine.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/fikit/fikit/profiler"
+	"github.com/fikit/fikit/scheduler"
+	"github.com/fikit/fikit/store"
+	"github.com/fikit/fikit/udp"
+)
+
+// Config configures a Server.
+type Config struct {
+	// Listen is the UDP address hooks send to (default 127.0.0.1:7070).
+	Listen string
+	// Store holds profiles; the Server closes it. Required.
+	Store store.Store
+	// AdminSocket, if set, is the unix socket serving status, profiles and
+	// metrics over HTTP (normally <data-dir>/fikit.sock).
+	AdminSocket string
+	// Scheduler is the core's policy.
+	Scheduler scheduler.Config
+	// Logger receives structured logs (default: discard).
+	Logger *slog.Logger
+}
+
+// Server is a running daemon.
+type Server struct {
+	cfg   Config
+	log   *slog.Logger
+	conn  *udp.Conn
+	start time.Time
+	admin *adminServer
+	pers  *persister
+	met   *metrics
+
+	mu   sync.Mutex // guards everything below; held while the core works
+	core *scheduler.Node
+	// nextID is the next task ID to hand out.
+	nextID uint32
+	tasks  map[scheduler.TaskID]*taskAddr
+	// errLimit rate-limits Error replies to bad datagrams.
+	errTokens  float64
+	errRefill  time.Time
+	// outBuf and out collect the replies of one batch for one sendmmsg.
+	outBuf     []byte
+	out        []udp.Datagram
+	deadline   int64 // core time of the read deadline currently set (0: none)
+	profileHit map[string]*profiler.Profile
+}
+
+// taskAddr is where a task's messages go.
+type taskAddr struct {
+	ctrl   netip.AddrPort // the socket it registered from: acks and states
+	model  string
+	key    string
+	reqs   map[uint32]netip.AddrPort // waiting requests: grants and holds
+	regSeq uint32
+}
+
+// New binds the socket and prepares the core; Run serves.
+func New(cfg Config) (*Server, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("daemon: no profile store")
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:7070"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(discard{}, nil))
+	}
+	core, err := scheduler.New(cfg.Scheduler)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler config: %w", err)
+	}
+	conn, err := udp.Listen(cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
+	s := &Server{
+		cfg: cfg, log: cfg.Logger, conn: conn, start: time.Now(), core: core,
+		nextID: 1, tasks: map[scheduler.TaskID]*taskAddr{}, errTokens: errBurst,
+		outBuf: make([]byte, 0, 16*udp.MaxDatagram), profileHit: map[string]*profiler.Profile{},
+	}
+	s.met = newMetrics(s)
+	s.pers = newPersister(cfg.Store, cfg.Logger)
+	if cfg.AdminSocket != "" {
+		if s.admin, err = newAdminServer(s, cfg.AdminSocket); err != nil {
+			conn.Close()
+			s.pers.close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Addr is the UDP address the daemon listens on.
+func (s *Server) Addr() netip.AddrPort { return s.conn.LocalAddr() }
+
+// now is the core's clock: monotonic nanoseconds since the daemon started.
+func (s *Server) now() int64 { return int64(time.Since(s.start)) }
+
+// Run serves until ctx is done, then shuts down cleanly: the socket closes,
+// pending profiles are written and the store is closed.
+func (s *Server) Run(ctx context.Context) error {
+	s.log.Info("fikit daemon serving", "listen", s.Addr().String(), "admin", s.cfg.AdminSocket)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-done:
+		}
+		s.conn.SetReadDeadline(time.Unix(1, 0)) // wake the loop
+	}()
+	if s.admin != nil {
+		go s.admin.serve()
+	}
+	err := s.loop(ctx)
+	close(done)
+	s.shutdown()
+	return err
+}
+
+// loop reads datagrams in batches. Each datagram is handled under the lock
+// (the admin socket reads status concurrently); the decisions of a batch are
+// sent together with one sendmmsg.
+func (s *Server) loop(ctx context.Context) error {
+	handle := func(p []byte, from netip.AddrPort) {
+		s.mu.Lock()
+		if s.deadline != 0 && s.now() >= s.deadline {
+			// A steady stream of datagrams never lets the read time out:
+			// time-driven decisions must not wait for a quiet moment.
+			s.step(scheduler.Tick{Now: s.now()}, netip.AddrPort{})
+			s.deadline = 0
+		}
+		s.handle(p, from)
+		s.mu.Unlock()
+	}
+	for {
+		_, err := s.conn.Read(handle)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				s.mu.Lock()
+				s.step(scheduler.Tick{Now: s.now()}, netip.AddrPort{})
+				s.mu.Unlock()
+			case errors.Is(err, net.ErrClosed):
+				return fmt.Errorf("socket closed: %w", err)
+			default:
+				// ICMP errors from a vanished hook surface here: not fatal.
+				s.log.Debug("read", "err", err)
+			}
+		}
+		s.mu.Lock()
+		s.flush()
+		s.mu.Unlock()
+		s.sendBatch()
+	}
+}
+
+func (s *Server) shutdown() {
+	s.mu.Lock()
+	tasks := len(s.tasks)
+	s.mu.Unlock()
+	s.conn.Close()
+	if s.admin != nil {
+		s.admin.close()
+	}
+	s.pers.close()
+	if err := s.cfg.Store.Close(); err != nil {
+		s.log.Error("closing profile store", "err", err)
+	}
+	s.log.Info("fikit daemon stopped", "tasks_connected", tasks)
+}
+
+// SocketPath is where the admin socket lives for a data directory.
+func SocketPath(dataDir string) string { return filepath.Join(dataDir, "fikit.sock") }
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

@@ -1,0 +1,283 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fikit/fikit/profiler"
+	"github.com/fikit/fikit/scheduler"
+	"github.com/fikit/fikit/store"
+	"github.com/fikit/fikit/udp"
+)
+
+// fakeHook is one UDP socket speaking the hook's side of the protocol.
+type fakeHook struct {
+	t    *testing.T
+	conn *net.UDPConn
+}
+
+func newFakeHook(t *testing.T, daemon *Server) *fakeHook {
+	t.Helper()
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(daemon.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &fakeHook{t: t, conn: c}
+}
+
+func (h *fakeHook) send(m udp.Message) {
+	h.t.Helper()
+	b, err := udp.Append(nil, m)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if _, err := h.conn.Write(b); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *fakeHook) sendRaw(b []byte) {
+	if _, err := h.conn.Write(b); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// recv waits for the next message (nil on timeout).
+func (h *fakeHook) recv(timeout time.Duration) udp.Message {
+	h.t.Helper()
+	buf := make([]byte, 2048)
+	h.conn.SetReadDeadline(time.Now().Add(timeout))
+	n, err := h.conn.Read(buf)
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil
+		}
+		h.t.Fatal(err)
+	}
+	m, err := udp.Decode(buf[:n])
+	if err != nil {
+		h.t.Fatalf("daemon sent an undecodable datagram: %v", err)
+	}
+	return m
+}
+
+func (h *fakeHook) register(key string, prio uint8) *udp.RegisterAck {
+	h.t.Helper()
+	h.send(&udp.Register{Seq: 1, TaskKey: key, PID: uint32(prio) + 100, Priority: prio, DeviceUUID: [16]byte{1}, DeviceName: "test-gpu"})
+	for {
+		m := h.recv(2 * time.Second)
+		if m == nil {
+			h.t.Fatal("no RegisterAck")
+		}
+		if a, ok := m.(*udp.RegisterAck); ok {
+			return a
+		}
+	}
+}
+
+func startServer(t *testing.T, st store.Store, cfg scheduler.Config, socket string) *Server {
+	t.Helper()
+	s, err := New(Config{Listen: "127.0.0.1:0", Store: st, Scheduler: cfg, AdminSocket: socket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("daemon did not shut down")
+		}
+	})
+	return s
+}
+
+// sharingProfile builds a complete profile the way profiling would: kernel 7
+// (50 µs) is followed by a 2 ms host gap, kernel 99 (20 µs) ends each run.
+func sharingProfile(t *testing.T, key string) *profiler.Profile {
+	b, err := profiler.NewBuilder(key, "test-gpu", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for run := uint32(1); run <= 10; run++ {
+		b.AddRecords(run, []profiler.Record{
+			{KernelID: 99, DurationNs: 20_000, GapNs: 5_000},
+			{KernelID: 7, DurationNs: 50_000, GapNs: 2_000_000},
+			{KernelID: 99, DurationNs: 20_000, Flags: profiler.FlagGapSpansRunEnd},
+		})
+		b.EndRun(run, 3, 5_000_000, true)
+	}
+	if !b.Complete() {
+		t.Fatal("profile incomplete")
+	}
+	return b.Profile()
+}
+
+func TestRegisterGrantAndHold(t *testing.T) {
+	st := store.NewMemory()
+	if err := st.Put(sharingProfile(t, "hp")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := scheduler.DefaultConfig()
+	cfg.HoldInterval = int64(20 * time.Millisecond)
+	// Go timers cannot send notifications at the holder's profiled pace;
+	// with a long idle floor its pauses never count as idleness here.
+	cfg.IdleFloor = int64(10 * time.Second)
+	s := startServer(t, st, cfg, "")
+
+	hp := newFakeHook(t, s)
+	ack := hp.register("hp", 0)
+	if ack.Role != udp.RoleHolder || ack.Phase != udp.PhaseSharing || ack.Seq != 1 {
+		t.Fatalf("hp ack = %+v", ack)
+	}
+	lp := newFakeHook(t, s)
+	lack := lp.register("lp", 5)
+	if lack.Role != udp.RoleWaiter || lack.Phase != udp.PhaseProfiling {
+		t.Fatalf("lp ack = %+v", lack)
+	}
+	// The holder is busy: the waiter is held, and told so periodically.
+	hp.send(&udp.LaunchNotify{TaskID: ack.TaskID, Seq: 1, KernelID: 99})
+	req := newFakeHook(t, s) // a launching thread's own socket
+	hp.send(&udp.Heartbeat{TaskID: ack.TaskID})
+	req.send(&udp.LaunchRequest{TaskID: lack.TaskID, Seq: 1, KernelID: 5})
+	// Kernel 7 leaves a 2 ms gap: the waiting kernel is granted into it.
+	hp.send(&udp.LaunchNotify{TaskID: ack.TaskID, Seq: 2, KernelID: 7})
+	for {
+		m := req.recv(2 * time.Second)
+		if m == nil {
+			t.Fatal("no grant")
+		}
+		if g, ok := m.(*udp.Grant); ok {
+			if g.Seq != 1 || g.TaskID != lack.TaskID {
+				t.Fatalf("grant = %+v", g)
+			}
+			break
+		}
+	}
+	// Keep the holder alive and busy (short gaps) so the next request is held.
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	defer func() { close(stop); <-stopped }()
+	go func() {
+		defer close(stopped)
+		for seq := uint32(3); ; seq++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Microsecond):
+			}
+			b, _ := udp.Append(nil, &udp.LaunchNotify{TaskID: ack.TaskID, Seq: seq, KernelID: 99})
+			hp.conn.Write(b)
+		}
+	}()
+	req.send(&udp.LaunchRequest{TaskID: lack.TaskID, Seq: 2, KernelID: 5})
+	holds := 0
+	deadline := time.Now().Add(2 * time.Second)
+	for holds < 2 && time.Now().Before(deadline) {
+		switch m := req.recv(time.Second).(type) {
+		case *udp.Hold:
+			holds++
+		case *udp.Grant:
+			t.Fatalf("granted while the holder is busy: %+v", m)
+		}
+	}
+	if holds < 2 {
+		t.Fatalf("got %d holds, want keepalives every hold interval", holds)
+	}
+}
+
+func TestUnknownTaskAndBadDatagram(t *testing.T) {
+	s := startServer(t, store.NewMemory(), scheduler.DefaultConfig(), "")
+	h := newFakeHook(t, s)
+	h.send(&udp.LaunchNotify{TaskID: 4242, Seq: 1, KernelID: 1})
+	if e, ok := h.recv(2 * time.Second).(*udp.Error); !ok || e.Code != udp.CodeUnknownTask || e.TaskID != 4242 {
+		t.Fatalf("want unknown-task error, got %#v", e)
+	}
+	h.sendRaw([]byte{0x93, 0x07, 0x01, 0x02}) // version 7
+	if e, ok := h.recv(2 * time.Second).(*udp.Error); !ok || e.Code != udp.CodeUnsupportedVersion {
+		t.Fatalf("want version error, got %#v", e)
+	}
+	h.sendRaw([]byte{0xc1, 0xff, 0x00})
+	if e, ok := h.recv(2 * time.Second).(*udp.Error); !ok || e.Code != udp.CodeMalformed {
+		t.Fatalf("want malformed error, got %#v", e)
+	}
+	// Still serving.
+	if a := h.register("x", 3); a.TaskID == 0 {
+		t.Fatal("no task id")
+	}
+}
+
+func TestDeadTaskDropped(t *testing.T) {
+	s := startServer(t, store.NewMemory(), scheduler.DefaultConfig(), "")
+	h := newFakeHook(t, s)
+	h.register("gone", 1)
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		if len(s.Status().Tasks) == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("a silent task was not dropped")
+}
+
+func TestProfileCompletesAndPersists(t *testing.T) {
+	st := store.NewMemory()
+	cfg := scheduler.DefaultConfig()
+	cfg.ProfileRuns = 10
+	s := startServer(t, st, cfg, filepath.Join(t.TempDir(), "fikit.sock"))
+	h := newFakeHook(t, s)
+	ack := h.register("svc", 0)
+	if ack.Phase != udp.PhaseProfiling {
+		t.Fatalf("ack = %+v", ack)
+	}
+	seq := uint32(0)
+	for run := uint32(1); run <= 10; run++ {
+		for _, k := range []uint64{1, 2} {
+			seq++
+			h.send(&udp.LaunchNotify{TaskID: ack.TaskID, Seq: seq, KernelID: k})
+		}
+		h.send(&udp.KernelInfo{TaskID: ack.TaskID, KernelID: 1, Name: "_Z4gemmv", Grid: [3]uint32{4, 1, 1}, Block: [3]uint32{128, 1, 1}})
+		h.send(&udp.Measurements{TaskID: ack.TaskID, Run: run, Records: []udp.Record{
+			{KernelID: 1, DurationNS: 10_000, GapNS: 5_000},
+			{KernelID: 2, DurationNS: 20_000, Flags: udp.FlagGapSpansRunEnd},
+		}})
+		h.send(&udp.RunEnd{TaskID: ack.TaskID, Run: run, Kernels: 2, RunNS: 40_000, Reason: udp.ReasonStreamSync})
+	}
+	var state *udp.State
+	for state == nil {
+		m := h.recv(2 * time.Second)
+		if m == nil {
+			t.Fatal("no phase change after T runs")
+		}
+		state, _ = m.(*udp.State)
+	}
+	if state.Phase != udp.PhaseSharing {
+		t.Fatalf("state = %+v", state)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		p, err := st.Get("test-gpu", "svc")
+		if err == nil {
+			if k, ok := p.Kernel(1); !ok || k.Duration.Mean != 10_000 || k.Name != "_Z4gemmv" || p.Runs != 10 {
+				t.Fatalf("stored profile wrong: runs=%d kernel=%+v", p.Runs, k)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("profile not persisted: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

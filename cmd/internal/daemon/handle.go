@@ -1,0 +1,260 @@
+package daemon
+
+import (
+	"encoding/hex"
+	"errors"
+	"net/netip"
+	"time"
+
+	"github.com/fikit/fikit/profiler"
+	"github.com/fikit/fikit/scheduler"
+	"github.com/fikit/fikit/store"
+	"github.com/fikit/fikit/udp"
+)
+
+// Error replies to bad datagrams are rate limited (a token bucket), so a
+// misbehaving sender cannot make the daemon flood the network.
+const (
+	errBurst  = 20
+	errPerSec = 20
+)
+
+// handle decodes one datagram and feeds it to the core. Called with mu held.
+func (s *Server) handle(b []byte, src netip.AddrPort) {
+	m, err := udp.Decode(b)
+	if err != nil {
+		s.met.decodeErrors.Inc()
+		s.log.Debug("bad datagram", "from", src.String(), "err", err)
+		s.replyError(src, udp.ErrorCodeOf(err), 0, err.Error())
+		return
+	}
+	s.met.received.WithLabelValues(m.Type().String()).Inc()
+	now := s.now()
+	switch m := m.(type) {
+	case *udp.Register:
+		s.register(m, src, now)
+	case *udp.LaunchNotify:
+		s.step(scheduler.LaunchNotified{Now: now, Task: scheduler.TaskID(m.TaskID), Seq: m.Seq, Kernel: m.KernelID}, src)
+	case *udp.LaunchRequest:
+		id := scheduler.TaskID(m.TaskID)
+		if ta := s.tasks[id]; ta != nil {
+			ta.reqs[m.Seq] = src
+		}
+		s.step(scheduler.LaunchRequested{Now: now, Task: id, Seq: m.Seq, Kernel: m.KernelID}, src)
+	case *udp.Measurements:
+		recs := make([]profiler.Record, len(m.Records))
+		for i, r := range m.Records {
+			recs[i] = profiler.Record{KernelID: r.KernelID, DurationNs: r.DurationNS, GapNs: r.GapNS, Flags: uint8(r.Flags)}
+		}
+		s.step(scheduler.MeasurementsReceived{Now: now, Task: scheduler.TaskID(m.TaskID), Run: m.Run, Records: recs}, src)
+	case *udp.KernelInfo:
+		s.step(scheduler.KernelInfoReceived{Now: now, Task: scheduler.TaskID(m.TaskID),
+			Info: profiler.KernelInfo{ID: m.KernelID, Name: m.Name, Grid: m.Grid, Block: m.Block}}, src)
+	case *udp.RunEnd:
+		s.step(scheduler.RunEnded{Now: now, Task: scheduler.TaskID(m.TaskID), Run: m.Run, Kernels: m.Kernels,
+			RunNs: int64(min(m.RunNS, uint64(1)<<62))}, src)
+	case *udp.Heartbeat:
+		s.step(scheduler.Heartbeat{Now: now, Task: scheduler.TaskID(m.TaskID)}, src)
+	case *udp.Goodbye:
+		id := scheduler.TaskID(m.TaskID)
+		if s.step(scheduler.TaskLeft{Now: now, Task: id}, src) {
+			delete(s.tasks, id)
+		}
+	default:
+		s.replyError(src, udp.CodeInvalidValue, 0, "daemon-to-hook message sent to the daemon: "+m.Type().String())
+	}
+}
+
+// step feeds an event; an unknown task is told to register again. It
+// reports whether the core accepted the event.
+func (s *Server) step(ev scheduler.Event, src netip.AddrPort) bool {
+	err := s.core.Step(ev)
+	if err == nil {
+		return true
+	}
+	if errors.Is(err, scheduler.ErrUnknownTask) {
+		var id uint32
+		switch e := ev.(type) {
+		case scheduler.LaunchNotified:
+			id = uint32(e.Task)
+		case scheduler.LaunchRequested:
+			id = uint32(e.Task)
+		case scheduler.RunEnded:
+			id = uint32(e.Task)
+		case scheduler.Heartbeat:
+			id = uint32(e.Task)
+		case scheduler.MeasurementsReceived:
+			id = uint32(e.Task)
+		case scheduler.KernelInfoReceived:
+			id = uint32(e.Task)
+		case scheduler.TaskLeft:
+			return false // already gone: nothing to say
+		}
+		s.replyError(src, udp.CodeUnknownTask, id, "unknown task: register again")
+		return false
+	}
+	s.log.Warn("event rejected", "event", ev, "err", err)
+	return false
+}
+
+func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
+	if m.Priority > 9 {
+		s.replyError(src, udp.CodeInvalidValue, 0, "priority must be 0–9")
+		return
+	}
+	model := m.DeviceName
+	if model == "" {
+		model = "unknown-gpu"
+	}
+	prof := s.lookupProfile(model, m.TaskKey)
+	id := scheduler.TaskID(s.nextID)
+	s.nextID++
+	if s.nextID == 0 {
+		s.nextID = 1
+	}
+	s.tasks[id] = &taskAddr{ctrl: src, model: model, key: m.TaskKey, reqs: map[uint32]netip.AddrPort{}, regSeq: m.Seq}
+	if !s.step(scheduler.TaskRegistered{Now: now, Task: id, Key: m.TaskKey, PID: m.PID, Priority: m.Priority,
+		GPU: hex.EncodeToString(m.DeviceUUID[:]), Model: model, Profile: prof}, src) {
+		delete(s.tasks, id)
+		s.replyError(src, udp.CodeInvalidValue, 0, "registration rejected")
+		return
+	}
+	phase := "profiling"
+	if prof != nil && prof.Phase == profiler.PhaseSharing {
+		phase = "sharing"
+	}
+	s.log.Info("task registered", "task", id, "key", m.TaskKey, "pid", m.PID, "priority", m.Priority,
+		"gpu", model, "phase", phase)
+}
+
+// lookupProfile finds a task's stored profile (cached: a Badger read per
+// registration is cheap, but a restarting service re-registers often).
+func (s *Server) lookupProfile(model, key string) *profiler.Profile {
+	ck := model + "\x00" + key
+	if p, ok := s.profileHit[ck]; ok {
+		return p
+	}
+	p, err := s.cfg.Store.Get(model, key)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			s.log.Error("reading profile", "key", key, "gpu", model, "err", err)
+		}
+		return nil
+	}
+	s.profileHit[ck] = p
+	return p
+}
+
+// flush sends what the core decided and re-arms the read deadline. Called
+// with mu held.
+func (s *Server) flush() {
+	r := s.core.Ready()
+	for _, a := range r.Acks {
+		ta := s.tasks[a.Task]
+		if ta == nil {
+			continue
+		}
+		s.send(ta.ctrl, &udp.RegisterAck{Seq: ta.regSeq, TaskID: uint32(a.Task), Role: udp.Role(a.Role),
+			Phase: udp.Phase(a.Phase), ProfileRuns: uint32(a.ProfileRuns), HeartbeatMS: uint32(a.HeartbeatNs / 1e6)})
+	}
+	for _, st := range r.States {
+		if ta := s.tasks[st.Task]; ta != nil {
+			s.send(ta.ctrl, &udp.State{TaskID: uint32(st.Task), Role: udp.Role(st.Role), Phase: udp.Phase(st.Phase), Credit: st.Credit})
+		}
+	}
+	for _, g := range r.Grants {
+		ta := s.tasks[g.Task]
+		if ta == nil {
+			continue
+		}
+		dst, ok := ta.reqs[g.Seq]
+		if !ok {
+			dst = ta.ctrl
+		}
+		delete(ta.reqs, g.Seq)
+		s.send(dst, &udp.Grant{TaskID: uint32(g.Task), Seq: g.Seq, Credit: g.Credit})
+	}
+	for _, h := range r.Holds {
+		if ta := s.tasks[h.Task]; ta != nil {
+			if dst, ok := ta.reqs[h.Seq]; ok {
+				s.send(dst, &udp.Hold{TaskID: uint32(h.Task), Seq: h.Seq})
+			}
+		}
+	}
+	for _, p := range r.Profiles {
+		s.profileHit[p.Model+"\x00"+p.Key] = p.Profile
+		s.pers.put(p.Profile)
+		if p.Complete {
+			s.log.Info("profile complete", "task", p.Task, "key", p.Key, "gpu", p.Model, "runs", p.Runs)
+		}
+	}
+	for _, id := range r.Dropped {
+		if ta := s.tasks[id]; ta != nil {
+			s.log.Warn("task dropped: no heartbeat", "task", id, "key", ta.key)
+		}
+		delete(s.tasks, id)
+	}
+	s.armDeadline(r.Deadline)
+}
+
+// armDeadline sets the socket's read deadline to the core's next deadline,
+// touching the socket only when it changes.
+func (s *Server) armDeadline(d int64) {
+	if d == s.deadline {
+		return
+	}
+	s.deadline = d
+	if d == 0 {
+		s.conn.SetReadDeadline(time.Time{})
+		return
+	}
+	s.conn.SetReadDeadline(s.start.Add(time.Duration(d)))
+}
+
+// send queues a reply for the batch's sendmmsg.
+func (s *Server) send(dst netip.AddrPort, m udp.Message) {
+	start := len(s.outBuf)
+	b, err := udp.Append(s.outBuf, m)
+	if err != nil {
+		s.log.Error("encoding reply", "type", m.Type().String(), "err", err)
+		return
+	}
+	s.outBuf = b
+	s.out = append(s.out, udp.Datagram{Payload: b[start:len(b):len(b)], Addr: dst})
+	s.met.sent.WithLabelValues(m.Type().String()).Inc()
+}
+
+// sendBatch sends the queued replies.
+func (s *Server) sendBatch() {
+	s.mu.Lock()
+	out := s.out
+	s.mu.Unlock()
+	for len(out) > 0 {
+		n, err := s.conn.WriteBatch(out)
+		if err != nil {
+			// A hook that went away: skip its datagram, send the rest.
+			s.log.Debug("send", "to", out[n].Addr.String(), "err", err)
+			n++
+		}
+		out = out[n:]
+	}
+	s.mu.Lock()
+	s.out = s.out[:0]
+	s.outBuf = s.outBuf[:0]
+	s.mu.Unlock()
+}
+
+// replyError answers a bad datagram, within the rate limit.
+func (s *Server) replyError(dst netip.AddrPort, code udp.ErrorCode, task uint32, msg string) {
+	now := time.Now()
+	s.errTokens = min(errBurst, s.errTokens+now.Sub(s.errRefill).Seconds()*errPerSec)
+	s.errRefill = now
+	if s.errTokens < 1 || !dst.IsValid() {
+		return
+	}
+	s.errTokens--
+	if len(msg) > 200 {
+		msg = msg[:200]
+	}
+	s.send(dst, &udp.Error{Code: code, TaskID: task, Message: msg})
+}

@@ -1,0 +1,64 @@
+package daemon
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/fikit/fikit/scheduler"
+)
+
+// metrics are the daemon's Prometheus metrics, on a registry of its own so
+// that several servers (tests, benchmarks) can live in one process.
+type metrics struct {
+	reg          *prometheus.Registry
+	received     *prometheus.CounterVec
+	sent         *prometheus.CounterVec
+	decodeErrors prometheus.Counter
+}
+
+func newMetrics(s *Server) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		received: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fikit_messages_received_total", Help: "Datagrams received from hooks, by message type.",
+		}, []string{"type"}),
+		sent: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fikit_messages_sent_total", Help: "Datagrams sent to hooks, by message type.",
+		}, []string{"type"}),
+		decodeErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fikit_decode_errors_total", Help: "Datagrams that failed to decode.",
+		}),
+	}
+	stat := func(f func(scheduler.Stats) float64) func() float64 {
+		return func() float64 {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return f(s.core.Stats())
+		}
+	}
+	m.reg.MustRegister(m.received, m.sent, m.decodeErrors,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fikit_tasks", Help: "Registered tasks."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.Tasks) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fikit_waiting_launches", Help: "Launch requests waiting for a grant."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.Waiting) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_grants_total", Help: "Launches granted to waiting tasks."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.Grants) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_granted_seconds_total", Help: "Predicted GPU time granted to waiting tasks."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.GrantedNs) / 1e9 })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_early_stops_total", Help: "Fill windows closed early by a holder launch."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.EarlyStops) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_lost_notifications_total", Help: "Launch notifications that never arrived."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.LostNotifies) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_tasks_dropped_total", Help: "Tasks dropped for missing heartbeats."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.Dropped) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_profiling_runs_total", Help: "Profiling runs committed."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.RunsCommitted) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_profiling_runs_discarded_total", Help: "Profiling runs discarded (overlapped or incomplete)."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.RunsDiscarded) })),
+	)
+	return m
+}
+
+// Metrics returns the daemon's Prometheus registry.
+func (s *Server) Metrics() *prometheus.Registry { return s.met.reg }

@@ -1,0 +1,68 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/fikit/fikit/cmd/internal/daemon"
+	"github.com/fikit/fikit/profiler"
+	"github.com/fikit/fikit/scheduler"
+	"github.com/fikit/fikit/store"
+)
+
+// Daemon is an in-process `fikit serve` with an in-memory profile store.
+type Daemon struct {
+	srv    *daemon.Server
+	st     store.Store
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// StartDaemon starts a daemon on a free loopback port. Logs go to logw (nil:
+// discarded).
+func StartDaemon(ctx context.Context, cfg scheduler.Config, logw io.Writer) (*Daemon, error) {
+	var log *slog.Logger
+	if logw != nil {
+		log = slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	st := newKeepStore()
+	srv, err := daemon.New(daemon.Config{Listen: "127.0.0.1:0", Store: st, Scheduler: cfg, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	d := &Daemon{srv: srv, st: st, cancel: cancel, done: make(chan error, 1)}
+	go func() { d.done <- srv.Run(ctx) }()
+	return d, nil
+}
+
+// Addr is the daemon's UDP address for FIKIT_SCHEDULER / --scheduler.
+func (d *Daemon) Addr() string { return d.srv.Addr().String() }
+
+// Status is the daemon's status.
+func (d *Daemon) Status() daemon.Status { return d.srv.Status() }
+
+// Profile returns a stored profile.
+func (d *Daemon) Profile(model, key string) (*profiler.Profile, error) { return d.st.Get(model, key) }
+
+// Stop shuts the daemon down.
+func (d *Daemon) Stop() error {
+	d.cancel()
+	select {
+	case err := <-d.done:
+		return err
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("daemon did not stop")
+	}
+}
+
+// keepStore is an in-memory store whose Close keeps the data, so profiles
+// outlive one daemon within a harness (a daemon restart keeps its profiles,
+// as with Badger).
+type keepStore struct{ *store.Memory }
+
+func newKeepStore() *keepStore    { return &keepStore{store.NewMemory()} }
+func (k *keepStore) Close() error { return nil }
