@@ -1,6 +1,55 @@
-# hookclient: libfikit_hook.so (owned by hookclient/).
+# hookclient: libfikit_hook.so, its C tests, the launcher and the benchmark
+# (owned by hookclient/). Included by the top Makefile.
+#
+#   make hook        bin/libfikit_hook.so, bin/hook-launcher, bin/hook-bench
+#   make test-hook   C unit tests (vectors shared with kernelid/ and udp/)
+
+HOOK_DIR   := hookclient
+HOOK_BUILD := $(BUILD)/hookclient
+HOOK_LIB   := $(BIN)/libfikit_hook.so
+# The library's own objects; the pure ones are also linked into the tests.
+HOOK_SRCS  := intercept.c table.c htab.c naming.c task.c launch.c graph.c sync.c sender.c \
+              waiter.c measure.c wire.c kernelid.c config.c log.c
+HOOK_PURE  := table.o htab.o wire.o kernelid.o config.o log.o
+HOOK_TESTS := test_kernelid test_wire test_ring test_config test_table test_cache
+HOOK_HDRS  := $(wildcard $(HOOK_DIR)/*.h) $(HOOK_DIR)/hooks.def
+HOOK_CFLAGS = $(CFLAGS_BASE) -I$(CUDA_ROOT)/include -I$(HOOK_DIR) -fvisibility=hidden \
+              -fno-strict-aliasing -pthread
+
 .PHONY: hook test-hook
-hook:
-	@echo "hook: not built yet"
-test-hook:
-	@true
+.PRECIOUS: $(HOOK_BUILD)/test/%.o
+hook: $(HOOK_LIB) $(BIN)/hook-launcher $(BIN)/hook-bench
+
+$(HOOK_BUILD)/%.o: $(HOOK_DIR)/%.c $(HOOK_HDRS) | cuda-headers
+	@mkdir -p $(HOOK_BUILD)
+	$(CC) $(HOOK_CFLAGS) -c -o $@ $<
+
+$(HOOK_BUILD)/test/%.o: $(HOOK_DIR)/test/%.c $(HOOK_HDRS) $(HOOK_DIR)/test/check.h | cuda-headers
+	@mkdir -p $(HOOK_BUILD)/test
+	$(CC) $(HOOK_CFLAGS) -c -o $@ $<
+
+# Nothing but libc: no C++ runtime, no libcuda (found at run time).
+# -z defs makes any undefined symbol a link error.
+$(HOOK_LIB): $(addprefix $(HOOK_BUILD)/,$(HOOK_SRCS:.c=.o))
+	@mkdir -p $(BIN)
+	$(CC) -shared -pthread -Wl,-z,defs -Wl,-z,now -Wl,--as-needed -o $@ $^ -ldl
+	@if nm -D --defined-only $@ | awk '{print $$3}' | grep -v -E '^(cu[A-Za-z0-9_]+|dlsym|fikit_run_end)$$' | grep .; then \
+	  echo "libfikit_hook.so exports more than the hooked symbols" >&2; rm -f $@; exit 1; fi
+
+$(HOOK_BUILD)/test/test_%: $(HOOK_BUILD)/test/test_%.o $(HOOK_BUILD)/test/check.o \
+                           $(addprefix $(HOOK_BUILD)/,$(HOOK_PURE))
+	$(CC) -pthread -o $@ $^
+
+# The launcher and the benchmark are ordinary driver-API programs: they link
+# the CUDA stub (any libcuda.so.1 at run time: simgpu or a real driver).
+$(BIN)/hook-launcher: $(HOOK_DIR)/tools/hook-launcher.c | cuda-headers
+	@mkdir -p $(BIN)
+	$(CC) $(CFLAGS_BASE) -I$(CUDA_ROOT)/include -pthread -o $@ $< -L$(CUDA_STUB) -lcuda -ldl
+
+$(BIN)/hook-bench: $(HOOK_DIR)/tools/hook-bench.c | cuda-headers
+	@mkdir -p $(BIN)
+	$(CC) $(CFLAGS_BASE) -I$(CUDA_ROOT)/include -pthread -o $@ $< -L$(CUDA_STUB) -lcuda
+
+test-hook: $(addprefix $(HOOK_BUILD)/test/,$(HOOK_TESTS)) $(HOOK_LIB)
+	@set -e; for t in $(HOOK_TESTS); do \
+	  echo "== hookclient $$t"; $(HOOK_BUILD)/test/$$t $(CURDIR) $(CUDA_ROOT)/include; done

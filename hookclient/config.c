@@ -1,0 +1,125 @@
+/* config.c — see config.h. */
+#include "config.h"
+
+#include "log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static void bad(fk_report_fn report, const char *var, const char *val, const char *want, const char *dflt)
+{
+	char line[512];
+	snprintf(line, sizeof line, "%s=\"%.200s\" is not %s; using %s", var, val, want, dflt);
+	report(line);
+}
+
+/* A decimal integer in [lo, hi], nothing else (no sign games, no suffix). */
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+	if (!s || !*s)
+		return -1;
+	for (const char *p = s; *p; p++)
+		if (*p < '0' || *p > '9')
+			return -1;
+	errno = 0;
+	char *end;
+	long v = strtol(s, &end, 10);
+	if (errno || *end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* host:port, [v6]:port; the host part must be non-empty. */
+static int parse_addr(const char *s, fk_config *c)
+{
+	const char *colon, *host = s;
+	size_t hlen;
+	if (*s == '[') {
+		const char *close = strchr(s, ']');
+		if (!close || close[1] != ':')
+			return -1;
+		host = s + 1;
+		hlen = (size_t)(close - host);
+		colon = close + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || memchr(s, ':', (size_t)(colon - s)))
+			return -1; /* an unbracketed IPv6 address is ambiguous */
+		hlen = (size_t)(colon - s);
+	}
+	long port;
+	if (hlen == 0 || hlen >= sizeof c->host || parse_int(colon + 1, 1, 65535, &port))
+		return -1;
+	memcpy(c->host, host, hlen);
+	c->host[hlen] = '\0';
+	c->port = (int)port;
+	return 0;
+}
+
+void fk_config_load(fk_config *c, fk_getenv_fn get, fk_report_fn report)
+{
+	memset(c, 0, sizeof *c);
+	snprintf(c->host, sizeof c->host, "%s", FK_DEFAULT_HOST);
+	c->port = FK_DEFAULT_PORT;
+	c->priority = FK_DEFAULT_PRIORITY;
+	c->log_level = FK_LOG_WARN;
+	c->grant_timeout_ms = FK_DEFAULT_GRANT_TIMEOUT_MS;
+	c->connect_timeout_ms = FK_DEFAULT_CONNECT_TIMEOUT_MS;
+
+	const char *v;
+	long n;
+	/* FIKIT_LOG first: a bad value is reported at the default level. */
+	if ((v = get("FIKIT_LOG")) && *v) {
+		static const char *const names[] = {"off", "warn", "info", "debug"};
+		int found = -1;
+		for (int i = 0; i < 4; i++)
+			if (!strcasecmp(v, names[i]))
+				found = i;
+		if (found < 0 && !strcasecmp(v, "warning"))
+			found = FK_LOG_WARN;
+		if (found >= 0)
+			c->log_level = found;
+		else
+			bad(report, "FIKIT_LOG", v, "one of off, warn, info, debug", "warn");
+	}
+	if ((v = get("FIKIT_DISABLE")) && *v) {
+		if (!strcasecmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on"))
+			c->disabled = 1;
+		else if (strcasecmp(v, "0") && strcasecmp(v, "false") && strcasecmp(v, "no") && strcasecmp(v, "off"))
+			bad(report, "FIKIT_DISABLE", v, "1/true/yes/on or 0/false/no/off", "enabled (0)");
+	}
+	if ((v = get("FIKIT_SCHEDULER")) && *v && parse_addr(v, c)) {
+		char dflt[64];
+		snprintf(dflt, sizeof dflt, "%s:%d", FK_DEFAULT_HOST, FK_DEFAULT_PORT);
+		snprintf(c->host, sizeof c->host, "%s", FK_DEFAULT_HOST);
+		c->port = FK_DEFAULT_PORT;
+		bad(report, "FIKIT_SCHEDULER", v, "host:port (port 1-65535)", dflt);
+	}
+	if ((v = get("FIKIT_PRIORITY")) && *v) {
+		if (parse_int(v, 0, 9, &n) == 0)
+			c->priority = (int)n;
+		else
+			bad(report, "FIKIT_PRIORITY", v, "an integer 0 (highest) to 9", "5");
+	}
+	/* An empty FIKIT_TASK_KEY counts as unset (as kernelid.ResolveTaskKey). */
+	if ((v = get("FIKIT_TASK_KEY")) && *v) {
+		c->task_key_set = 1;
+		fk_task_key_cut(c->task_key, v, strlen(v));
+	}
+	if ((v = get("FIKIT_GRANT_TIMEOUT_MS")) && *v) {
+		if (parse_int(v, 1, 60000, &n) == 0)
+			c->grant_timeout_ms = (int)n;
+		else
+			bad(report, "FIKIT_GRANT_TIMEOUT_MS", v, "an integer 1-60000", "200");
+	}
+	if ((v = get("FIKIT_CONNECT_TIMEOUT_MS")) && *v) {
+		if (parse_int(v, 1, 10000, &n) == 0)
+			c->connect_timeout_ms = (int)n;
+		else
+			bad(report, "FIKIT_CONNECT_TIMEOUT_MS", v, "an integer 1-10000", "100");
+	}
+}

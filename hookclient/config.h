@@ -1,0 +1,34 @@
+/* config.h — the hook's environment (docs/design.md "Hook"; hookclient/README.md).
+ * Parsing is pure (getenv and the report sink are parameters) so the C tests
+ * can drive it; a bad value is reported in one line naming the variable and
+ * the default, and the default is used: the hook never aborts the service. */
+#ifndef FIKIT_CONFIG_H
+#define FIKIT_CONFIG_H
+
+#include "kernelid.h"
+
+#define FK_DEFAULT_HOST "127.0.0.1"
+#define FK_DEFAULT_PORT 7070
+#define FK_DEFAULT_PRIORITY 5
+#define FK_DEFAULT_GRANT_TIMEOUT_MS 200
+#define FK_DEFAULT_CONNECT_TIMEOUT_MS 100
+
+typedef struct fk_config {
+	char host[256]; /* numeric address or name, without IPv6 brackets */
+	int port;
+	int priority;
+	int task_key_set; /* FIKIT_TASK_KEY given */
+	char task_key[FK_TASK_KEY_MAX + 1];
+	int log_level;
+	int disabled;
+	int grant_timeout_ms;
+	int connect_timeout_ms;
+} fk_config;
+
+typedef const char *(*fk_getenv_fn)(const char *name);
+typedef void (*fk_report_fn)(const char *line);
+
+/* Fill c from the environment. report gets one line per bad value. */
+void fk_config_load(fk_config *c, fk_getenv_fn get, fk_report_fn report);
+
+#endif

@@ -1,0 +1,454 @@
+/* measure.c — the profiling phase (paper §3.2): per kernel its duration and
+ * the idle gap to the task's next kernel, from the event pair the launching
+ * thread recorded around it. Everything here runs on the sender thread.
+ *
+ * Each task keeps its measured launches and run ends in launch order; a
+ * run's kernels are read when it has ended and settled together. A gap
+ * after the last kernel of a run spans the run end: it is sent as 0 with
+ * GapSpansRunEnd (the profiler excludes it). A negative gap means the two
+ * kernels overlapped (several streams): 0 and Overlapped.
+ *
+ * Launch latency inside the event pair. The start event is recorded just
+ * before the real launch, so it can fire before the kernel could start: the
+ * kernel arrives on the device one "spacing" later (measured on the host
+ * between the two calls, each time read before its call, so that a call's
+ * delay before it enqueues shifts both sides alike). The kernel starts at
+ * max(start event, its arrival). The arrival is placed on the device's time
+ * line by the start events themselves: a start event fires at the earliest
+ * at its own arrival, so over a run
+ *     u_k = start_k − host_k  (device time − host time of start event k)
+ * is smallest for a start event that found the device idle, where it is
+ * the host→device offset; slack_k = u_k − min u is how long start event k
+ * waited for earlier work. The kernel then started
+ *     late_k = max(0, spacing_k + e_k − slack_k)
+ * after its start event (e_k: see settle, a slow launch call): idle device
+ * → the whole spacing; busy → 0; the previous kernel ending between the two
+ * arrivals → the part after it. late_k moves from the kernel's duration to
+ * the gap before it. Event times are read against the run's first start
+ * event (two calls per kernel; float milliseconds keep ~10 ns over a 100 ms
+ * run), and a run is settled at its end, when min u over the whole run is
+ * known. A kernel shorter than the time to record the end event after its
+ * launch still reads long (< 1 µs on simgpu); nothing on the host can see
+ * that. */
+#include "hook.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MEAS_PER_DGRAM ((FK_MAX_DATAGRAM - FK_MEAS_HEAD_MAX) / FK_MEAS_REC_MAX)
+#define FK_SLOW_LAUNCH_NS 5000 /* a launch call this much slower than the run's fastest: a stall */
+#define FK_IDLE_READ_NS 1000000 /* no launch for this long: the service is between requests */
+
+typedef struct mitem {
+	uint8_t kind;
+	uint32_t ev, spacing, kernels, reason;
+	uint64_t kid; /* run end: run_ns */
+	const fk_fn *fn;
+	uint32_t dims[6];
+} mitem;
+
+/* What the sender knows of a kernel ID. */
+typedef struct kstat {
+	uint64_t kid;      /* 0: empty slot */
+	uint32_t info_reg; /* KernelInfo sent in this registration (mstate.reg + 1) */
+	uint32_t n;        /* durations observed whole */
+	uint64_t sum;
+} kstat;
+
+/* A kernel of the current run, measured, waiting for the run's end. */
+typedef struct rkernel {
+	uint64_t kid;
+	const fk_fn *fn;
+	uint32_t dims[6];
+	int64_t dur, gap; /* from the events: start → end, end → next start */
+	int64_t end;      /* end event, against the run's first start event */
+	int64_t u;        /* start event − host time (see above) */
+	int64_t post;     /* host: launch called → end event recorded */
+	int64_t endcall;  /* host: recording the end event */
+	int first;        /* the run's first kernel */
+	uint32_t spacing;
+	uint8_t flags;
+} rkernel;
+
+typedef struct mstate {
+	mitem *q;
+	size_t head, tail, cap; /* q[head % cap … tail % cap) */
+	uint32_t anchor;        /* the run's first start event: times are read against it */
+	uint64_t anchor_host;   /* … and its host time */
+	int has_anchor;
+	int run_bad;            /* a kernel of this run could not be measured */
+	size_t ends;            /* run ends queued */
+	rkernel *run;           /* this run's kernels */
+	size_t nrun, caprun;
+	struct kstat *ks; /* per kernel ID: KernelInfo sent, durations seen */
+	size_t ks_mask, nks;
+	uint32_t reg;     /* registrations so far: KernelInfo once per registration */
+} mstate;
+
+static CUcontext current_ctx; /* what the sender thread has made current */
+
+static mstate *ms_of(fk_task *t)
+{
+	if (!t->meas)
+		t->meas = calloc(1, sizeof(mstate));
+	return t->meas;
+}
+
+int fk_pool_create(fk_task *t)
+{
+	fk_evpool *p = calloc(1, sizeof *p);
+	if (!p)
+		return -1;
+	p->ctx = t->ctx;
+	p->start = calloc(FK_EV_PAIRS, sizeof(CUevent));
+	p->end = calloc(FK_EV_PAIRS, sizeof(CUevent));
+	p->host_ns = calloc(FK_EV_PAIRS, sizeof(uint64_t));
+	p->end_host_ns = calloc(FK_EV_PAIRS, sizeof(uint64_t));
+	p->end_call_ns = calloc(FK_EV_PAIRS, sizeof(uint32_t));
+	p->free_q = malloc(sizeof *p->free_q);
+	if (!p->start || !p->end || !p->host_ns || !p->end_host_ns || !p->end_call_ns || !p->free_q || fk_ring_u32_init(p->free_q, FK_EV_PAIRS))
+		goto fail;
+	for (uint32_t i = 0; i < FK_EV_PAIRS; i++) {
+		if (fk_drv.cuEventCreate(&p->start[i], CU_EVENT_DEFAULT) != CUDA_SUCCESS ||
+		    fk_drv.cuEventCreate(&p->end[i], CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+			goto fail; /* the events made so far are leaked: rare, bounded */
+		fk_ring_u32_push(p->free_q, &i);
+	}
+	current_ctx = t->ctx;
+	atomic_store_explicit(&t->pool, p, memory_order_release);
+	return 0;
+fail:
+	fk_log(FK_LOG_WARN, "cannot create measurement events; this task is not measured");
+	free(p->start);
+	free(p->end);
+	free(p->host_ns);
+	free(p->end_host_ns);
+	free(p->end_call_ns);
+	free(p->free_q);
+	free(p);
+	return -1;
+}
+
+uint32_t fk_pool_take(fk_evpool *p)
+{
+	uint32_t i;
+	return fk_ring_u32_pop(p->free_q, &i) ? i : UINT32_MAX;
+}
+
+static void release(fk_task *t, uint32_t ev)
+{
+	fk_evpool *p = atomic_load(&t->pool);
+	if (p && ev != UINT32_MAX)
+		fk_ring_u32_push(p->free_q, &ev);
+}
+
+void fk_measure_item(fk_task *t, const fk_rec *r)
+{
+	mstate *m = ms_of(t);
+	if (!m)
+		return;
+	if (m->tail - m->head == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 1024;
+		mitem *q = malloc(cap * sizeof *q);
+		if (!q) {
+			if (r->kind == FK_REC_LAUNCH)
+				release(t, r->ev);
+			return;
+		}
+		for (size_t i = m->head; i < m->tail; i++)
+			q[i - m->head] = m->q[i % m->cap];
+		free(m->q);
+		m->q = q;
+		m->tail -= m->head;
+		m->head = 0;
+		m->cap = cap;
+	}
+	mitem *it = &m->q[m->tail++ % m->cap];
+	memset(it, 0, sizeof *it);
+	it->kind = r->kind;
+	m->ends += r->kind == FK_REC_RUN_END;
+	if (r->kind == FK_REC_LAUNCH) {
+		it->ev = r->ev;
+		it->spacing = r->spacing;
+		it->kid = r->kid;
+		it->fn = r->fn;
+		memcpy(it->dims, r->dims, sizeof it->dims);
+	} else {
+		it->reason = r->seq;
+		it->kid = r->kid;
+		it->kernels = r->ev;
+	}
+}
+
+static int64_t ns_of(float ms)
+{
+	double v = (double)ms * 1e6; /* no libm: the hook needs nothing but libc */
+	return (int64_t)(v >= 0 ? v + 0.5 : v - 0.5);
+}
+
+/* The kernel ID's entry, created on first sight (NULL if out of memory). */
+static kstat *kstat_of(mstate *m, uint64_t kid)
+{
+	uint64_t key = kid ? kid : 1; /* 0 marks an empty slot; the ID 0 shares 1's entry */
+	if (m->nks * 2 >= m->ks_mask) {
+		size_t cap = m->ks_mask ? (m->ks_mask + 1) * 2 : 1024;
+		kstat *n = calloc(cap, sizeof *n);
+		if (!n)
+			return NULL;
+		for (size_t i = 0; m->ks && i <= m->ks_mask; i++)
+			if (m->ks[i].kid)
+				for (size_t j = fk_hash_ptr(m->ks[i].kid) & (cap - 1);; j = (j + 1) & (cap - 1))
+					if (!n[j].kid) {
+						n[j] = m->ks[i];
+						break;
+					}
+		free(m->ks);
+		m->ks = n;
+		m->ks_mask = cap - 1;
+	}
+	size_t j = fk_hash_ptr(key) & m->ks_mask;
+	for (; m->ks[j].kid; j = (j + 1) & m->ks_mask)
+		if (m->ks[j].kid == key)
+			return &m->ks[j];
+	m->ks[j].kid = key;
+	m->nks++;
+	return &m->ks[j];
+}
+
+/* KernelInfo once per kernel ID per registration, before its first
+ * Measurements (they are sent later, in the same outgoing order). */
+static void kernel_info(fk_task *t, mstate *m, kstat *st, const rkernel *k)
+{
+	if (!st || st->info_reg == m->reg + 1)
+		return;
+	st->info_reg = m->reg + 1;
+	fk_out_commit(fk_enc_kernel_info(fk_out_slot(), FK_MAX_DATAGRAM, atomic_load(&t->task_id), k->kid,
+					 k->fn->name, k->fn->len, k->dims));
+}
+
+static void drop_anchor(fk_task *t, mstate *m)
+{
+	if (m->has_anchor)
+		release(t, m->anchor);
+	m->has_anchor = 0;
+}
+
+static void settle(fk_task *t, mstate *m)
+{
+	int64_t umin = m->run[0].u, pmin = m->run[0].post, emin = m->run[0].endcall;
+	for (size_t i = 1; i < m->nrun; i++) {
+		umin = m->run[i].u < umin ? m->run[i].u : umin;
+		pmin = m->run[i].post < pmin ? m->run[i].post : pmin;
+		emin = m->run[i].endcall < emin ? m->run[i].endcall : emin;
+	}
+	int64_t late_next = 0;
+	for (size_t i = m->nrun; i-- > 0;) { /* backwards: a gap needs the next kernel's late */
+		rkernel *k = &m->run[i];
+		/* How much slower than the run's fastest the launch call was. The
+		 * run's first launch, after the service idled, is slow because
+		 * the driver's path is cold, before it enqueues: the kernel
+		 * arrived that much later. For the others, where in the call the
+		 * time went is unknown: half is the unbiased guess (the error is
+		 * at most half the excess). */
+		int64_t excess = k->post - pmin, slack = k->u - umin;
+		int64_t late = (int64_t)k->spacing + (k->first ? excess : excess / 2) - slack;
+		late = late < 0 ? 0 : late > k->dur ? (k->dur > 0 ? k->dur : 0) : late;
+		/* A call slower by much more (the thread preempted, a driver
+		 * stall) leaves where the kernel, or the end event, was enqueued
+		 * unknown, unless the device was busy past it: the start event
+		 * fired after the launch call ended, the end event after its
+		 * latest arrival. Such a kernel's duration is then the mean of
+		 * the whole observations of its kernel ID, the rest of the time
+		 * moved to the gap after it (the device was idle then, as far as
+		 * the service's kernels go); with none yet, the run is reported
+		 * without records (the daemon discards it). */
+		int64_t ue = k->u + k->dur - (int64_t)k->spacing - k->post; /* end event − host, as u */
+		int whole = (excess <= FK_SLOW_LAUNCH_NS || slack >= (int64_t)k->spacing + k->post) &&
+			    (k->endcall - emin <= FK_SLOW_LAUNCH_NS || ue - umin >= k->endcall);
+		int64_t dur = k->dur - late > 0 ? k->dur - late : 0, gap = k->gap + late_next;
+		kstat *st = kstat_of(m, k->kid);
+		if (st && whole) {
+			st->n++;
+			st->sum += (uint64_t)dur;
+		} else if (st && st->n) {
+			int64_t mean = (int64_t)(st->sum / st->n);
+			gap += dur - mean;
+			dur = mean;
+			fk_log(FK_LOG_DEBUG, "%s: launch call stalled (%lld ns): duration %lld ns from earlier runs",
+			       k->fn->name, (long long)k->post, (long long)dur);
+		} else {
+			m->run_bad = 1;
+		}
+		if (i + 1 == m->nrun) {
+			gap = 0;
+			k->flags |= FK_MEAS_GAP_SPANS_RUN_END;
+		} else if (gap < 0) {
+			gap = 0;
+			k->flags |= FK_MEAS_OVERLAPPED;
+		}
+		k->dur = dur;
+		k->gap = gap;
+		late_next = late;
+	}
+	if (m->run_bad) {
+		fk_log(FK_LOG_DEBUG, "run %u not measured whole", t->run);
+		return;
+	}
+	fk_meas_rec out[MEAS_PER_DGRAM];
+	size_t n = 0;
+	uint32_t id = atomic_load(&t->task_id);
+	for (size_t i = 0; i < m->nrun; i++) {
+		rkernel *k = &m->run[i];
+		kernel_info(t, m, kstat_of(m, k->kid), k);
+		out[n++] = (fk_meas_rec){k->kid, (uint64_t)k->dur, (uint64_t)k->gap, k->flags};
+		if (n == MEAS_PER_DGRAM || i + 1 == m->nrun) {
+			fk_out_commit(fk_enc_measurements(fk_out_slot(), FK_MAX_DATAGRAM, id, t->run, out, n));
+			n = 0;
+		}
+	}
+}
+
+/* The run ended: settle each kernel's launch latency (see above), then send
+ * KernelInfo for new IDs, the records (≤ 1400-byte datagrams) and RunEnd. */
+static void run_end(fk_task *t, mstate *m, const mitem *it)
+{
+	drop_anchor(t, m);
+	/* A run not whole (joined mid-run) is not reported at all; one with an
+	 * unmeasurable kernel is reported without records (the daemon sees the
+	 * count differ and discards it, design). */
+	int partial = atomic_exchange(&t->partial_run, 0);
+	if (partial || atomic_load(&t->state) != FK_ST_ACTIVE) {
+		m->nrun = 0;
+		m->run_bad = 0;
+		return;
+	}
+	if (!m->run_bad && m->nrun)
+		settle(t, m);
+	fk_out_commit(fk_enc_run_end(fk_out_slot(), FK_MAX_DATAGRAM, atomic_load(&t->task_id), t->run, it->kernels,
+				     it->kid, (uint8_t)it->reason));
+	t->run++;
+	m->nrun = 0;
+	m->run_bad = 0;
+}
+
+/* The service blocks in a host-blocking call, has not launched for a while,
+ * or the process exits: a good time to read events. Checked per record, so
+ * that reading stops as soon as the service launches again. */
+static int quiet(fk_task *t)
+{
+	return atomic_load_explicit(&fk_blocked, memory_order_relaxed) > 0 || fk_sender_exiting() ||
+	       fk_now_ns() - atomic_load_explicit(&t->last_launch_ns, memory_order_relaxed) > FK_IDLE_READ_NS;
+}
+
+static rkernel *run_add(mstate *m)
+{
+	if (m->nrun == m->caprun) {
+		size_t cap = m->caprun ? m->caprun * 2 : 1024;
+		rkernel *r = realloc(m->run, cap * sizeof *r);
+		if (!r)
+			return NULL;
+		m->run = r;
+		m->caprun = cap;
+	}
+	return &m->run[m->nrun++];
+}
+
+int fk_measure_poll(fk_task *t, int *pending)
+{
+	mstate *m = t->meas;
+	int produced = 0;
+	*pending = 0;
+	if (!m)
+		return 0;
+	fk_evpool *p = atomic_load(&t->pool);
+	/* A run's events are read after it ended, while the service blocks in
+	 * a host-blocking call (usually the next run's sync) or has not
+	 * launched for 1 ms: the driver's event calls would otherwise compete
+	 * with the service's launches (on simgpu for its lock, on a real
+	 * driver for the context's), and a launch delayed before it enqueues
+	 * is the one delay the correction above cannot see. A service that
+	 * never pauses long enough is read while it runs once it is two runs
+	 * behind, as is a run long enough to drain the event pool. */
+	if (m->head == m->tail)
+		return 0;
+	int low = p && (size_t)(atomic_load_explicit(&p->free_q->head, memory_order_relaxed) -
+				atomic_load_explicit(&p->free_q->tail, memory_order_relaxed)) <= FK_EV_PAIRS / 4;
+	while (m->head != m->tail) {
+		mitem *it = &m->q[m->head % m->cap];
+		if (it->kind == FK_REC_RUN_END) { /* its kernels are settled: ship it at once */
+			run_end(t, m, it);
+			m->ends--;
+			m->head++;
+			produced++;
+			continue;
+		}
+		/* Checked before every driver call: the service may resume at any
+		 * moment, and each call could hold the driver's lock against it. */
+		if (!low && !(m->ends > 1 || (m->ends > 0 && quiet(t))))
+			break;
+		if (p->ctx != current_ctx && fk_drv.cuCtxSetCurrent(p->ctx) == CUDA_SUCCESS)
+			current_ctx = p->ctx;
+		if (!m->has_anchor) {
+			m->anchor = it->ev;
+			m->anchor_host = p->host_ns[it->ev];
+			m->has_anchor = 1;
+		}
+		/* Two calls per kernel: its start and end against the run's first
+		 * start event (float milliseconds: ~10 ns over a 100 ms run). */
+		float ems, sms = 0;
+		CUresult q = fk_drv.cuEventElapsedTime(&ems, p->start[m->anchor], p->end[it->ev]);
+		if (q == CUDA_ERROR_NOT_READY) {
+			*pending = 1;
+			break;
+		}
+		if (q == CUDA_SUCCESS && it->ev != m->anchor) {
+			if (!low && !(m->ends > 1 || (m->ends > 0 && quiet(t))))
+				break; /* the end time is read again next time */
+			q = fk_drv.cuEventElapsedTime(&sms, p->start[m->anchor], p->start[it->ev]);
+		}
+		rkernel *k = q == CUDA_SUCCESS ? run_add(m) : NULL;
+		if (!k) {
+			m->run_bad = 1; /* unmeasurable: this run cannot be reported whole */
+			if (it->ev != m->anchor)
+				release(t, it->ev);
+			m->head++;
+			continue;
+		}
+		int64_t a = ns_of(sms), e = ns_of(ems);
+		*k = (rkernel){.kid = it->kid, .fn = it->fn, .dur = e - a, .end = e, .spacing = it->spacing,
+			       .u = a - (int64_t)(p->host_ns[it->ev] - m->anchor_host),
+			       .post = (int64_t)(p->end_host_ns[it->ev] - p->host_ns[it->ev]) - it->spacing,
+			       .endcall = p->end_call_ns[it->ev], .first = m->nrun == 1};
+		memcpy(k->dims, it->dims, sizeof k->dims);
+		if (m->nrun > 1)
+			k[-1].gap = a - k[-1].end;
+		if (it->ev != m->anchor)
+			release(t, it->ev);
+		m->head++;
+		produced++;
+	}
+	if (m->head != m->tail)
+		*pending = 1; /* look again soon: the service may block or go idle */
+	return produced;
+}
+
+void fk_measure_registered(fk_task *t)
+{
+	mstate *m = ms_of(t);
+	if (m)
+		m->reg++; /* KernelInfo again for every ID */
+}
+
+void fk_measure_reset_task(fk_task *t)
+{
+	/* Forked child: the parent's events and queue mean nothing here. */
+	mstate *m = t->meas;
+	if (m) {
+		free(m->q);
+		free(m->ks);
+		free(m->run);
+	}
+	free(m);
+	t->meas = NULL;
+	current_ctx = NULL;
+}

@@ -1,0 +1,139 @@
+/* sync.c — run boundaries. A run ends at a host-blocking synchronization
+ * after at least one kernel (design: stream, context or event sync, a
+ * synchronous device-to-host copy) or at fikit_run_end(). RunEnd is sent in
+ * every phase: the scheduler learns inter-run gaps from it. Blocking calls
+ * may make a syscall (unlike launches): before blocking, the sender is woken
+ * so the run's notifications leave while the service waits anyway. */
+#include "handlers.h"
+
+static fk_task *current_task_if_any(void)
+{
+	if (!atomic_load_explicit(&fk_ready, memory_order_acquire) || fk_cfg.disabled)
+		return NULL;
+	fk_task *t = atomic_load_explicit(&fk_single_task, memory_order_acquire);
+	if (t)
+		return t;
+	if (atomic_load_explicit(&fk_ntasks, memory_order_relaxed) == 0)
+		return NULL; /* nothing launched yet: no run to end */
+	return fk_task_slow();
+}
+
+atomic_int fk_blocked;
+
+/* While the service blocks, the sender ships the run's notifications and
+ * reads earlier runs' events (measure.c waits for such moments). */
+static void before_block(fk_task *t)
+{
+	if (!t)
+		return;
+	atomic_fetch_add_explicit(&fk_blocked, 1, memory_order_relaxed);
+	if ((atomic_load_explicit(&t->run_kernels, memory_order_relaxed) > 0 && fk_ring_maybe_nonempty(&fk_q)) ||
+	    (atomic_load_explicit(&t->mode, memory_order_relaxed) & FK_MODE_MEASURE))
+		fk_sender_wake();
+}
+
+/* The service resumes (and will launch): the sender stops reading events
+ * at its next record, before it could delay the coming launches. */
+static void after_block(fk_task *t)
+{
+	atomic_store_explicit(&t->last_launch_ns, fk_now_ns(), memory_order_relaxed);
+	atomic_fetch_sub_explicit(&fk_blocked, 1, memory_order_relaxed);
+}
+
+void fk_run_end(fk_task *t, int reason)
+{
+	if (!t)
+		return;
+	unsigned k = atomic_exchange_explicit(&t->run_kernels, 0, memory_order_relaxed);
+	if (k == 0)
+		return;
+	uint64_t start = atomic_load_explicit(&t->run_start_ns, memory_order_relaxed);
+	uint64_t now = fk_now_ns();
+	fk_rec r = {.kind = FK_REC_RUN_END,
+		    .task = (uint16_t)t->index,
+		    .seq = (uint32_t)reason,
+		    .kid = now > start ? now - start : 0,
+		    .ev = k};
+	/* Not woken: the service resumes now, and a sender woken here would
+	 * compete with it (for a core, or for the driver) just as the next run
+	 * starts; its next poll (≤ 1 ms) ships the RunEnd. */
+	fk_ring_push(&fk_q, &r);
+}
+
+void fk_run_end_all(int reason)
+{
+	int n = atomic_load(&fk_ntasks);
+	for (int i = 0; i < n; i++)
+		fk_run_end(&fk_tasks[i], reason);
+}
+
+/* Exported: a service (or a harness) can mark a run end explicitly. */
+FK_EXPORT void fikit_run_end(void)
+{
+	if (atomic_load_explicit(&fk_ready, memory_order_acquire) && !fk_cfg.disabled)
+		fk_run_end_all(FK_RUN_END_EXPLICIT);
+}
+
+#define SYNC_BODY(task, call, reason)                                                              \
+	fk_task *t_ = (task);                                                                      \
+	before_block(t_);                                                                          \
+	CUresult rc = (call);                                                                      \
+	if (t_)                                                                                    \
+		after_block(t_);                                                                   \
+	if (rc == CUDA_SUCCESS)                                                                    \
+		fk_run_end(t_, (reason));                                                          \
+	return rc
+
+CUresult fk_on_stream_sync(int slot, CUstream hs)
+{
+	__typeof__(&cuStreamSynchronize) real = FK_REAL(slot, cuStreamSynchronize);
+	if (!real)
+		return CUDA_ERROR_NOT_FOUND;
+	SYNC_BODY(current_task_if_any(), real(hs), FK_RUN_END_STREAM_SYNC);
+}
+
+CUresult fk_on_ctx_sync(int slot)
+{
+	__typeof__(&cuCtxSynchronize) real = FK_REAL(slot, cuCtxSynchronize);
+	if (!real)
+		return CUDA_ERROR_NOT_FOUND;
+	SYNC_BODY(current_task_if_any(), real(), FK_RUN_END_CTX_SYNC);
+}
+
+CUresult fk_on_event_sync(int slot, CUevent ev)
+{
+	__typeof__(&cuEventSynchronize) real = FK_REAL(slot, cuEventSynchronize);
+	if (!real)
+		return CUDA_ERROR_NOT_FOUND;
+	SYNC_BODY(current_task_if_any(), real(ev), FK_RUN_END_EVENT_SYNC);
+}
+
+CUresult fk_on_memcpy_dtoh(int slot, void *dst, CUdeviceptr src, size_t n)
+{
+	__typeof__(&cuMemcpyDtoH_v2) real = FK_REAL(slot, cuMemcpyDtoH_v2);
+	if (!real)
+		return CUDA_ERROR_NOT_FOUND;
+	SYNC_BODY(current_task_if_any(), real(dst, src, n), FK_RUN_END_DTOH_COPY);
+}
+
+static int is_device_ptr(CUdeviceptr p)
+{
+	unsigned int type = 0;
+	return fk_drv.cuPointerGetAttribute &&
+	       fk_drv.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) == CUDA_SUCCESS &&
+	       type == CU_MEMORYTYPE_DEVICE;
+}
+
+/* cuMemcpy (unified addressing) ends a run only when it copies device →
+ * host; the direction is asked only when a run is open. */
+CUresult fk_on_memcpy(int slot, CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+	__typeof__(&cuMemcpy) real = FK_REAL(slot, cuMemcpy);
+	if (!real)
+		return CUDA_ERROR_NOT_FOUND;
+	fk_task *t = current_task_if_any();
+	if (t && (atomic_load_explicit(&t->run_kernels, memory_order_relaxed) == 0 || !is_device_ptr(src) ||
+		  is_device_ptr(dst)))
+		t = NULL;
+	SYNC_BODY(t, real(dst, src, n), FK_RUN_END_DTOH_COPY);
+}

@@ -1,0 +1,128 @@
+/* waiter.c — the waiter's launch path: LaunchRequest from a per-thread
+ * socket, then wait for its Grant (launch) or a Hold (keep waiting, the
+ * timeout starts again). The socket is per thread so that concurrent
+ * waiters each receive their own answers without a shared dispatcher; it
+ * is created at the thread's first request and closed by a key destructor.
+ *
+ * Fail-open: no message within FIKIT_GRANT_TIMEOUT_MS → launch anyway,
+ * re-register, and let this task's launches pass straight through for a
+ * back-off (1 s, doubling to 30 s, reset by the next grant). A refused
+ * connection means the scheduler is gone: everything passes through and the
+ * sender retries in the background. */
+#include "hook.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define BACKOFF_MIN_MS 1000
+#define BACKOFF_MAX_MS 30000
+
+static pthread_key_t sock_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static __thread int tl_fd = -1;
+static __thread unsigned tl_gen;
+static atomic_int timeout_warned;
+
+static void close_sock(void *p)
+{
+	(void)p;
+	if (tl_fd >= 0)
+		close(tl_fd);
+	tl_fd = -1;
+}
+
+static void make_key(void) { pthread_key_create(&sock_key, close_sock); }
+
+static int thread_socket(void)
+{
+	unsigned gen = atomic_load_explicit(&fk_generation, memory_order_relaxed);
+	if (tl_fd >= 0 && tl_gen == gen)
+		return tl_fd;
+	if (tl_fd >= 0)
+		close(tl_fd); /* inherited from the parent across fork */
+	pthread_once(&key_once, make_key);
+	tl_fd = fk_sched_socket();
+	tl_gen = gen;
+	if (tl_fd >= 0)
+		pthread_setspecific(sock_key, (void *)1); /* non-NULL: run the destructor */
+	return tl_fd;
+}
+
+static void fail_open(fk_task *t, const char *why)
+{
+	if (atomic_load(&t->state) != FK_ST_ACTIVE) {
+		/* The scheduler was found gone meanwhile: that outage was warned
+		 * about, and the sender re-registers when it is back. */
+		fk_log(FK_LOG_INFO, "%s (scheduler unreachable)", why);
+		return;
+	}
+	unsigned b = atomic_load(&t->backoff_ms);
+	b = b ? (b * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : b * 2) : BACKOFF_MIN_MS;
+	atomic_store(&t->backoff_ms, b);
+	atomic_store(&t->backoff_until_ns, fk_now_ns() + (uint64_t)b * 1000000u);
+	if (!atomic_exchange(&timeout_warned, 1))
+		fk_log(FK_LOG_WARN, "%s; launching anyway and passing launches through for %u ms (logged once)", why,
+		       b);
+	else
+		fk_log(FK_LOG_INFO, "%s; passing launches through for %u ms", why, b);
+	fk_task_reregister(t);
+}
+
+void fk_waiter_request(fk_task *t, uint32_t seq, uint64_t kid)
+{
+	int fd = thread_socket();
+	if (fd < 0)
+		return;
+	uint8_t buf[2048];
+	ssize_t r;
+	while (recv(fd, buf, sizeof buf, MSG_DONTWAIT) > 0)
+		; /* late answers to requests that already failed open */
+	uint32_t id = atomic_load(&t->task_id);
+	size_t len = fk_enc_launch(buf, sizeof buf, FK_MSG_LAUNCH_REQUEST, id, seq, kid);
+	if (send(fd, buf, len, 0) < 0) {
+		if (errno == ECONNREFUSED)
+			fk_sched_lost("connection refused");
+		return;
+	}
+	const uint64_t wait_ns = (uint64_t)fk_cfg.grant_timeout_ms * 1000000u;
+	uint64_t deadline = fk_now_ns() + wait_ns;
+	for (;;) {
+		uint64_t now = fk_now_ns();
+		if (now >= deadline) {
+			fail_open(t, "no grant from the scheduler in time");
+			return;
+		}
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		struct timespec ts = {.tv_sec = (time_t)((deadline - now) / 1000000000u),
+				      .tv_nsec = (long)((deadline - now) % 1000000000u)};
+		if (ppoll(&pfd, 1, &ts, NULL) <= 0)
+			continue;
+		r = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+		if (r < 0) {
+			if (errno == ECONNREFUSED) {
+				fk_sched_lost("connection refused");
+				return;
+			}
+			continue;
+		}
+		fk_msg_in m;
+		if (fk_decode(buf, (size_t)r, &m) || m.task_id != id)
+			continue;
+		if (m.type == FK_MSG_GRANT && m.seq == seq) {
+			atomic_store(&t->credit, m.credit);
+			atomic_store(&t->backoff_ms, 0);
+			return;
+		}
+		if (m.type == FK_MSG_HOLD && m.seq == seq) {
+			deadline = fk_now_ns() + wait_ns;
+			continue;
+		}
+		if (m.type == FK_MSG_ERROR) {
+			if (m.code == FK_ERR_UNKNOWN_TASK)
+				fk_task_reregister(t);
+			return; /* whatever it is, do not wait for an answer that will not come */
+		}
+	}
+}

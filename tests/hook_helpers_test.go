@@ -1,0 +1,371 @@
+package tests
+
+// Helpers of the hook's end-to-end tests (hook_test.go): a recording fake
+// scheduler that speaks wire protocol v1 (package udp) and the hook's
+// launcher's output format.
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fikit/fikit/kernelid"
+	"github.com/fikit/fikit/udp"
+)
+
+// schedPolicy is how the fake scheduler answers.
+type schedPolicy struct {
+	Role        udp.Role
+	Phase       udp.Phase
+	HeartbeatMs uint32
+	NoGrant     bool // a waiter's requests are never answered
+	Credit      uint32
+	// After this many launches heard: Forget — answer the task's next
+	// message with Error(unknown task), as a restarted daemon does;
+	// Demote — send State making the task a waiter.
+	ForgetAt, DemoteAt int
+}
+
+// recvd is one datagram the fake scheduler received.
+type recvd struct {
+	At   time.Time
+	From netip.AddrPort
+	Msg  udp.Message
+}
+
+// fakeSched is a recording scheduler on 127.0.0.1: it acknowledges each
+// Register with a new task ID and the policy's role and phase, grants (or
+// not) every LaunchRequest, and keeps everything it received.
+type fakeSched struct {
+	t        testing.TB
+	conn     *net.UDPConn
+	policy   schedPolicy
+	mu       sync.Mutex
+	msgs     []recvd
+	pids     map[uint32]uint32 // task ID → pid of its Register
+	keys     map[uint32]string // task ID → task key
+	prios    map[uint32]uint8
+	nextID   uint32
+	launches int
+	known    map[uint32]bool // task IDs the daemon remembers
+	bad      []string        // datagrams that did not decode
+	done     chan struct{}
+}
+
+func newFakeSched(t testing.TB, policy schedPolicy) *fakeSched {
+	t.Helper()
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadBuffer(8 << 20)
+	if policy.HeartbeatMs == 0 {
+		policy.HeartbeatMs = 50
+	}
+	f := &fakeSched{t: t, conn: conn, policy: policy, pids: map[uint32]uint32{}, keys: map[uint32]string{},
+		prios: map[uint32]uint8{}, known: map[uint32]bool{}, nextID: 1, done: make(chan struct{})}
+	go f.serve()
+	t.Cleanup(f.Close)
+	return f
+}
+
+// Addr is host:port for FIKIT_SCHEDULER.
+func (f *fakeSched) Addr() string { return f.conn.LocalAddr().String() }
+
+// Close stops the scheduler: its port is closed (a hook then gets
+// ECONNREFUSED, as from a killed daemon).
+func (f *fakeSched) Close() {
+	select {
+	case <-f.done:
+	default:
+		_ = f.conn.Close()
+		<-f.done
+	}
+}
+
+func (f *fakeSched) serve() {
+	defer close(f.done)
+	buf := make([]byte, 2048)
+	for {
+		n, from, err := f.conn.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			return
+		}
+		m, err := udp.Decode(buf[:n])
+		if err != nil {
+			f.mu.Lock()
+			f.bad = append(f.bad, fmt.Sprintf("%x: %v", buf[:n], err))
+			f.mu.Unlock()
+			continue
+		}
+		f.mu.Lock()
+		f.msgs = append(f.msgs, recvd{At: time.Now(), From: from, Msg: m})
+		var reply udp.Message
+		var task uint32
+		switch m := m.(type) {
+		case *udp.Register:
+			id := f.nextID
+			f.nextID++
+			f.pids[id], f.keys[id], f.prios[id], f.known[id] = m.PID, m.TaskKey, m.Priority, true
+			reply = &udp.RegisterAck{Seq: m.Seq, TaskID: id, Role: f.policy.Role, Phase: f.policy.Phase,
+				ProfileRuns: 100, HeartbeatMS: f.policy.HeartbeatMs}
+		case *udp.LaunchNotify:
+			task = m.TaskID
+			f.launches++
+		case *udp.LaunchRequest:
+			task = m.TaskID
+			f.launches++
+			if !f.policy.NoGrant {
+				reply = &udp.Grant{TaskID: m.TaskID, Seq: m.Seq, Credit: f.policy.Credit}
+			}
+		case *udp.Heartbeat:
+			task = m.TaskID
+		}
+		if task != 0 && f.policy.ForgetAt > 0 && f.launches == f.policy.ForgetAt {
+			clear(f.known)
+		}
+		if task != 0 && !f.known[task] {
+			reply = &udp.Error{Code: udp.CodeUnknownTask, TaskID: task, Message: "unknown task"}
+		} else if task != 0 && f.policy.DemoteAt > 0 && f.launches == f.policy.DemoteAt {
+			reply = &udp.State{TaskID: task, Role: udp.RoleWaiter, Phase: f.policy.Phase}
+		}
+		f.mu.Unlock()
+		if reply != nil {
+			b, err := udp.Append(nil, reply)
+			if err == nil {
+				_, _ = f.conn.WriteToUDPAddrPort(b, from)
+			}
+		}
+	}
+}
+
+// Received is a copy of everything received so far.
+func (f *fakeSched) Received() []recvd {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]recvd(nil), f.msgs...)
+}
+
+// Bad lists datagrams that did not decode.
+func (f *fakeSched) Bad() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.bad...)
+}
+
+// TaskPID is the pid that registered taskID.
+func (f *fakeSched) TaskPID(id uint32) uint32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pids[id]
+}
+
+// taskLaunch is one launch the scheduler heard of (notify or request).
+type taskLaunch struct {
+	Seq      uint32
+	KernelID uint64
+	Request  bool
+}
+
+// launchesByTask groups LaunchNotify and LaunchRequest per task ID, in seq
+// order.
+func launchesByTask(msgs []recvd) map[uint32][]taskLaunch {
+	out := map[uint32][]taskLaunch{}
+	for _, r := range msgs {
+		switch m := r.Msg.(type) {
+		case *udp.LaunchNotify:
+			out[m.TaskID] = append(out[m.TaskID], taskLaunch{m.Seq, m.KernelID, false})
+		case *udp.LaunchRequest:
+			out[m.TaskID] = append(out[m.TaskID], taskLaunch{m.Seq, m.KernelID, true})
+		}
+	}
+	for _, ls := range out {
+		sort.Slice(ls, func(i, j int) bool { return ls[i].Seq < ls[j].Seq })
+	}
+	return out
+}
+
+// ofType returns the received messages of type T.
+func ofType[T any](msgs []recvd) []T {
+	var out []T
+	for _, r := range msgs {
+		if m, ok := r.Msg.(T); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// launcherUnit is one schedulable unit hook-launcher reports: a kernel or a
+// graph launch, with the pid that launched it.
+type launcherUnit struct {
+	Pid int
+	ID  uint64
+	Txt string
+}
+
+// parseLauncher reads hook-launcher's stdout and computes each unit's kernel
+// ID with package kernelid (independently of the C code under test):
+//
+//	<pid> K <name> gx gy gz bx by bz
+//	<pid> G <name> gx … bz;<name> gx … bz
+func parseLauncher(t testing.TB, stdout string) []launcherUnit {
+	t.Helper()
+	var out []launcherUnit
+	kernel := func(s string) uint64 {
+		f := strings.Fields(s)
+		if len(f) != 7 {
+			t.Fatalf("launcher: bad kernel %q", s)
+		}
+		var d [6]uint32
+		for i := range d {
+			v, err := strconv.ParseUint(f[1+i], 10, 32)
+			if err != nil {
+				t.Fatalf("launcher: bad dims %q", s)
+			}
+			d[i] = uint32(v)
+		}
+		return kernelid.ID(f[0], [3]uint32{d[0], d[1], d[2]}, [3]uint32{d[3], d[4], d[5]})
+	}
+	sc := bufio.NewScanner(strings.NewReader(stdout))
+	for sc.Scan() {
+		pidS, rest, _ := strings.Cut(sc.Text(), " ")
+		kind, body, _ := strings.Cut(rest, " ")
+		pid, err := strconv.Atoi(pidS)
+		if err != nil {
+			t.Fatalf("launcher: bad line %q", sc.Text())
+		}
+		switch kind {
+		case "K":
+			out = append(out, launcherUnit{pid, kernel(body), body})
+		case "G":
+			var ids []uint64
+			for _, k := range strings.Split(body, ";") {
+				ids = append(ids, kernel(k))
+			}
+			out = append(out, launcherUnit{pid, kernelid.GraphID(ids), body})
+		default:
+			t.Fatalf("launcher: bad line %q", sc.Text())
+		}
+	}
+	return out
+}
+
+// hookEnv is simgpuEnv plus the hook preloaded and pointed at sched.
+func hookEnv(t testing.TB, shm, sched string, extra ...string) []string {
+	t.Helper()
+	lib := requireBins(t, "libfikit_hook.so")[0]
+	env := simgpuEnv(t, shm, "LD_PRELOAD="+lib, "FIKIT_SCHEDULER="+sched)
+	return append(env, extra...)
+}
+
+// kernelsPTX is the launcher's test module.
+func kernelsPTX(t testing.TB) string {
+	return filepath.Join(repoRoot(t), "hookclient", "test", "data", "kernels.ptx")
+}
+
+// waitFor polls cond every 5 ms until it holds or timeout passes.
+func waitFor(timeout time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// profiledKernel accumulates, for one kernel ID, what the hook measured
+// and what really happened (the trace; simgpu's timeline).
+type profiledKernel struct {
+	name             string
+	first            bool // the run's first kernel
+	n, gapN          int
+	measDur, trDur   float64 // sums
+	measGap, realGap float64
+}
+
+// profileReplay replays a trace under the hook in the profiling phase and
+// returns each run's records (none for a run the hook could not measure
+// whole), checking the protocol's order: KernelInfo before a kernel's first
+// record, a run's records before its RunEnd. timeline: simgpu writes one.
+func profileReplay(t *testing.T, name string, runs int, timeline string) [][]udp.Record {
+	t.Helper()
+	replay := requireBins(t, "fikit-replay")[0]
+	tr := loadTrace(t, sharedTrace(t, name))
+	sched := newFakeSched(t, schedPolicy{Role: udp.RoleHolder, Phase: udp.PhaseProfiling})
+	extra := []string{fmt.Sprintf("FIKIT_SIMGPU_LAUNCH_US=%g", replayLatency/1000.0), "FIKIT_CONNECT_TIMEOUT_MS=3000"}
+	if timeline != "" {
+		extra = append(extra, "FIKIT_SIMGPU_TIMELINE="+timeline)
+	}
+	// --post-ns: host time after each run's sync, as a service answering
+	// its request. The hook reads a run's events during the next run's
+	// sync (or 1 ms after its last launch, or at exit): the replayer, a Go program,
+	// exits without running atexit handlers, so its last run goes unheard
+	// (and the one before if the last sync was too short to read it).
+	r := runCmd(t, replayTimeout, hookEnv(t, uniqueShm(t), sched.Addr(), extra...), replay, "--trace",
+		sharedTrace(t, name), "--runs", fmt.Sprint(runs), "--cpu-ns", fmt.Sprint(replayCPUNs), "--post-ns", "3000000",
+		"--json", "-q")
+	if r.ExitCode != 0 {
+		t.Fatalf("replay: %v", r)
+	}
+	waitFor(2*time.Second, func() bool { return len(ofType[*udp.RunEnd](sched.Received())) >= runs-2 })
+	info := map[uint64]bool{}
+	var records [][]udp.Record // per run
+	cur := []udp.Record{}
+	for _, m := range sched.Received() {
+		switch m := m.Msg.(type) {
+		case *udp.KernelInfo:
+			info[m.KernelID] = true
+		case *udp.Measurements:
+			if m.Run != uint32(len(records)+1) {
+				t.Fatalf("Measurements of run %d during run %d", m.Run, len(records)+1)
+			}
+			for _, rec := range m.Records {
+				if !info[rec.KernelID] {
+					t.Fatalf("record of kernel %x before its KernelInfo", rec.KernelID)
+				}
+			}
+			cur = append(cur, m.Records...)
+		case *udp.RunEnd:
+			// A run not measured whole comes without records (the daemon
+			// discards it); any other has all its kernels.
+			if m.Run != uint32(len(records)+1) || int(m.Kernels) != len(tr.Kernels) ||
+				len(cur) != 0 && len(cur) != len(tr.Kernels) {
+				t.Fatalf("RunEnd %+v after %d records, trace has %d kernels", m, len(cur), len(tr.Kernels))
+			}
+			records = append(records, cur)
+			cur = []udp.Record{}
+		}
+	}
+	whole := 0
+	for run, recs := range records {
+		if len(recs) > 0 {
+			whole++
+		}
+		for i, rec := range recs {
+			k := tr.Kernels[i]
+			if id := kernelid.ID(kernelid.ReplayEntryName(k.Name), k.Grid, k.Block); rec.KernelID != id {
+				t.Fatalf("run %d kernel %d: id %x, want %x (%s)", run+1, i, rec.KernelID, id, k.Name)
+			}
+			if last := i == len(recs)-1; last != (rec.Flags&udp.FlagGapSpansRunEnd != 0) {
+				t.Errorf("run %d kernel %d: flags %v", run+1, i, rec.Flags)
+			}
+		}
+	}
+	if len(records) < runs-2 || whole < runs*2/3 {
+		t.Fatalf("%d runs, %d measured whole; want %d runs (all but the last two at least), %d whole", len(records), whole, runs, runs*2/3)
+	}
+	return records
+}
