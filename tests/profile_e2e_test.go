@@ -1,0 +1,219 @@
+package tests
+
+// Issue 4 end to end: the daemon profiles a replayed trace under the hook,
+// the profile matches the trace (durations) and simgpu's ground truth
+// (gaps), survives a daemon restart, and the service then shares.
+
+import (
+	"encoding/json"
+	"math"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/fikit/fikit/kernelid"
+	"github.com/fikit/fikit/simgpu/trace"
+)
+
+type profileShowJSON struct {
+	TaskKey string `json:"task_key"`
+	Phase   string `json:"phase"`
+	Runs    int    `json:"runs"`
+	Kernels []struct {
+		ID          string    `json:"id"`
+		Name        string    `json:"name"`
+		Grid        [3]uint32 `json:"grid"`
+		Block       [3]uint32 `json:"block"`
+		Count       uint64    `json:"count"`
+		MeanDurNs   float64   `json:"mean_duration_ns"`
+		P90DurNs    float64   `json:"p90_duration_ns"`
+		MeanGapNs   *float64  `json:"mean_gap_ns"`
+		P90GapNs    *float64  `json:"p90_gap_ns"`
+		MangledName string    `json:"mangled_name"`
+	} `json:"kernels"`
+}
+
+type kernelKey struct {
+	name        string
+	grid, block [3]uint32
+}
+
+func TestProfilePipeline(t *testing.T) {
+	const traceName, key, runs = "h100/resnet50_4_fwd", "e2e-resnet50", 20
+	fikit := requireBins(t, "fikit", "fikit-replay", "libfikit_hook.so", "simgpu/libcuda.so.1")[0]
+	tr, err := trace.Load(traceName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataDir := t.TempDir()
+	t0 := time.Now()
+	step := func(what string) { t.Logf("%6.1fs %s", time.Since(t0).Seconds(), what) }
+	d := startServe(t, dataDir, "", "--profile-runs", "20")
+	step("daemon up")
+	shm, tl := uniqueShm(t), timelineOf(t)
+	env := simgpuEnv(t, shm, "FIKIT_SIMGPU_TIMELINE="+tl)
+
+	// Profile: T runs under the hook at priority 0 (a few more in case
+	// one is discarded).
+	cmd, args := replaySpec{trace: traceName, runs: runs + 3, cpuNs: 12000, hooked: true, prio: 0, key: key, sched: d.addr}.command(t)
+	r := runCmd(t, 2*time.Minute, env, cmd, args...)
+	if r.ExitCode != 0 {
+		t.Fatalf("profiling replay: %s", r)
+	}
+	step("profiled")
+	var show profileShowJSON
+	sr := runCmd(t, 30*time.Second, nil, fikit, "profile", "show", key, "--data-dir", dataDir, "--json")
+	if sr.ExitCode != 0 {
+		t.Fatalf("profile show (daemon running): %s", sr)
+	}
+	if err := json.Unmarshal([]byte(sr.Stdout), &show); err != nil {
+		t.Fatalf("profile show --json: %v\n%s", err, sr.Stdout)
+	}
+	if show.Phase != "sharing" || show.Runs != runs {
+		t.Fatalf("profile phase %q runs %d, want sharing after %d runs", show.Phase, show.Runs, runs)
+	}
+
+	// Every distinct (name, grid, block) of the trace, and nothing else.
+	want := map[kernelKey][]int64{}
+	for _, k := range tr.Kernels {
+		kk := kernelKey{k.Name, k.Grid, k.Block}
+		want[kk] = append(want[kk], k.DurationNs)
+	}
+	got := map[kernelKey]int{}
+	for i, k := range show.Kernels {
+		got[kernelKey{k.Name, k.Grid, k.Block}] = i
+	}
+	if len(got) != len(want) {
+		t.Errorf("profile has %d distinct kernels, the trace %d", len(got), len(want))
+	}
+	for kk := range want {
+		if _, ok := got[kk]; !ok {
+			t.Errorf("profile lacks %q grid %v block %v", kk.name, kk.grid, kk.block)
+		}
+	}
+
+	// Mean durations within 3% of the trace's.
+	worstDur := 0.0
+	for kk, durs := range want {
+		i, ok := got[kk]
+		if !ok {
+			continue
+		}
+		var sum int64
+		for _, d := range durs {
+			sum += d
+		}
+		mean := float64(sum) / float64(len(durs))
+		rel := math.Abs(show.Kernels[i].MeanDurNs-mean) / mean
+		worstDur = math.Max(worstDur, rel)
+		if rel > 0.03 {
+			t.Errorf("%s grid %v: mean duration %.0f ns, trace %.0f ns (%.1f%% off)", kk.name, kk.grid, show.Kernels[i].MeanDurNs, mean, 100*rel)
+		}
+	}
+
+	// Mean gaps within 10% of the idle gaps simgpu actually left (its
+	// timeline is the ground truth), allowing 1 µs for near-zero gaps.
+	truth := timelineGaps(t, readTimeline(t, tl), len(tr.Kernels))
+	worstGap, checked := 0.0, 0
+	for kk := range want {
+		i, ok := got[kk]
+		if !ok || show.Kernels[i].MeanGapNs == nil {
+			continue
+		}
+		id := kernelid.ID(kernelid.ReplayEntryName(kk.name), kk.grid, kk.block)
+		gaps := truth[id]
+		if len(gaps) == 0 {
+			continue
+		}
+		var sum int64
+		for _, g := range gaps {
+			sum += g
+		}
+		mean := float64(sum) / float64(len(gaps))
+		diff := math.Abs(*show.Kernels[i].MeanGapNs - mean)
+		checked++
+		if mean > 0 {
+			worstGap = math.Max(worstGap, diff/mean)
+		}
+		if diff > math.Max(0.10*mean, 1000) {
+			t.Errorf("%s grid %v: mean gap %.0f ns, simgpu's timeline %.0f ns", kk.name, kk.grid, *show.Kernels[i].MeanGapNs, mean)
+		}
+	}
+	if checked == 0 {
+		t.Error("no gap could be compared with the timeline")
+	}
+	t.Logf("%d distinct kernels; worst mean-duration error %.2f%%, worst relative gap error %.1f%% (%d gaps checked)",
+		len(want), 100*worstDur, 100*worstGap, checked)
+
+	// Restart: the profile is still there and the service now shares.
+	step("checked")
+	d.stop(t)
+	step("stopped")
+	ls := runCmd(t, 30*time.Second, nil, fikit, "profile", "ls", "--data-dir", dataDir, "--json")
+	if ls.ExitCode != 0 {
+		t.Fatalf("profile ls (daemon stopped): %s", ls)
+	}
+	var list []struct {
+		TaskKey string `json:"task_key"`
+		Phase   string `json:"phase"`
+		Runs    int    `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(ls.Stdout), &list); err != nil || len(list) != 1 || list[0].TaskKey != key || list[0].Phase != "sharing" {
+		t.Fatalf("profile ls after stop: %v %s", err, ls.Stdout)
+	}
+	d2 := startServe(t, dataDir, d.addr)
+	step("restarted")
+	cmd, args = replaySpec{trace: traceName, runs: 100000, cpuNs: 12000, hooked: true, prio: 0, key: key, sched: d2.addr}.command(t)
+	p := startCmd(t, simgpuEnv(t, shm), cmd, args...)
+	var phase string
+	waitFor(20*time.Second, func() bool {
+		for _, tk := range d2.status(t).Tasks {
+			if tk.Key == key {
+				phase = tk.Phase
+				return true
+			}
+		}
+		return false
+	})
+	p.KillGroup()
+	step("shared")
+	if phase != "sharing" {
+		t.Fatalf("after a restart the service registered in phase %q, want sharing", phase)
+	}
+	d2.stop(t)
+
+	// An unknown key is an error.
+	if r := runCmd(t, 30*time.Second, nil, fikit, "profile", "show", "no-such-key", "--data-dir", dataDir, "--json"); r.ExitCode == 0 {
+		t.Fatalf("profile show of an unknown key succeeded: %s", r)
+	}
+}
+
+// timelineGaps returns, per kernel ID, the idle gaps the device left after
+// each kernel of the (single) replaying process before its next kernel,
+// within runs of n kernels (a run's last kernel is followed by the next
+// run: not an inter-kernel gap).
+func timelineGaps(t testing.TB, recs []timelineRec, n int) map[uint64][]int64 {
+	type k struct {
+		start, end int64
+		id         uint64
+	}
+	var ks []k
+	starts := map[uint64]int64{}
+	for _, r := range recs {
+		if r.Seg == 0 {
+			starts[r.Seq] = r.StartNs
+		}
+		if r.Last {
+			ks = append(ks, k{start: starts[r.Seq], end: r.EndNs, id: kernelid.ID(r.Name, r.Grid, r.Block)})
+		}
+	}
+	sort.Slice(ks, func(i, j int) bool { return ks[i].start < ks[j].start })
+	out := map[uint64][]int64{}
+	for i := 0; i+1 < len(ks); i++ {
+		if (i+1)%n == 0 {
+			continue
+		}
+		out[ks[i].id] = append(out[ks[i].id], max(0, ks[i+1].start-ks[i].end))
+	}
+	return out
+}

@@ -1,0 +1,169 @@
+package tests
+
+// Helpers for tests that run the real daemon (`fikit serve`) with hooked
+// replays on a private simulated GPU.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// daemonProc is a running `fikit serve`.
+type daemonProc struct {
+	*proc
+	addr, dataDir string
+}
+
+// freeUDPAddr returns a loopback UDP address nobody listens on right now.
+func freeUDPAddr(t testing.TB) string {
+	t.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().String()
+}
+
+// startServe starts `fikit serve` on dataDir (and addr, "" for a free one)
+// and waits until its admin socket answers.
+func startServe(t testing.TB, dataDir, addr string, args ...string) *daemonProc {
+	t.Helper()
+	fikit := requireBins(t, "fikit")[0]
+	if addr == "" {
+		addr = freeUDPAddr(t)
+	}
+	p := startCmd(t, nil, fikit, append([]string{"serve", "--data-dir", dataDir, "--listen", addr, "--log-level", "debug"}, args...)...)
+	d := &daemonProc{proc: p, addr: addr, dataDir: dataDir}
+	if !waitFor(10*time.Second, func() bool {
+		r := runCmd(t, 5*time.Second, nil, fikit, "status", "--data-dir", dataDir, "--json")
+		return r.ExitCode == 0
+	}) {
+		r := p.Kill()
+		t.Fatalf("fikit serve did not come up: %s", r)
+	}
+	return d
+}
+
+// stop ends the daemon with SIGTERM and checks it exits cleanly.
+func (d *daemonProc) stop(t testing.TB) cmdResult {
+	t.Helper()
+	d.signal(syscall.SIGTERM)
+	r := d.Wait(15 * time.Second)
+	if r.TimedOut || r.ExitCode != 0 {
+		t.Fatalf("fikit serve did not stop cleanly: %s", r)
+	}
+	return r
+}
+
+// statusJSON is the subset of `fikit status --json` the tests read.
+type statusJSON struct {
+	Tasks []struct {
+		Key   string `json:"task_key"`
+		Role  string `json:"role"`
+		Phase string `json:"phase"`
+		PID   int    `json:"pid"`
+		Runs  int    `json:"profiled_runs"`
+	} `json:"tasks"`
+}
+
+func (d *daemonProc) status(t testing.TB) statusJSON {
+	t.Helper()
+	r := runCmd(t, 10*time.Second, nil, requireBins(t, "fikit")[0], "status", "--data-dir", d.dataDir, "--json")
+	if r.ExitCode != 0 {
+		t.Fatalf("fikit status: %s", r)
+	}
+	var st statusJSON
+	if err := json.Unmarshal([]byte(r.Stdout), &st); err != nil {
+		t.Fatalf("fikit status --json: %v\n%s", err, r.Stdout)
+	}
+	return st
+}
+
+// replaySpec is one replay to run.
+type replaySpec struct {
+	trace    string
+	runs     int
+	warmup   int
+	cpuNs    int64
+	interval time.Duration
+	// hooked: under `fikit run` with this priority and task key.
+	hooked bool
+	prio   int
+	key    string
+	sched  string
+}
+
+func (s replaySpec) command(t testing.TB) (string, []string) {
+	bins := requireBins(t, "fikit", "fikit-replay", "libfikit_hook.so")
+	args := []string{"--trace", s.trace, "--runs", strconv.Itoa(s.runs), "--json", "--quiet",
+		"--cpu-ns", strconv.FormatInt(s.cpuNs, 10)}
+	if s.warmup > 0 {
+		args = append(args, "--warmup", strconv.Itoa(s.warmup))
+	}
+	if s.interval > 0 {
+		args = append(args, "--interval", s.interval.String())
+	}
+	if !s.hooked {
+		return bins[1], args
+	}
+	run := []string{"run", "--priority", strconv.Itoa(s.prio), "--task-key", s.key, "--scheduler", s.sched, "--", bins[1]}
+	return bins[0], append(run, args...)
+}
+
+// parseRuns reads fikit-replay's per-run JSON lines (replayRun is in
+// replay_test.go).
+func parseRuns(t testing.TB, stdout string) []replayRun {
+	t.Helper()
+	var runs []replayRun
+	for _, line := range strings.Split(stdout, "\n") {
+		if !strings.HasPrefix(line, `{"run"`) {
+			continue
+		}
+		var r replayRun
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("replay output %q: %v", line, err)
+		}
+		runs = append(runs, r)
+	}
+	return runs
+}
+
+func jcts(runs []replayRun) []int64 {
+	out := make([]int64, len(runs))
+	for i, r := range runs {
+		out[i] = r.JCTNs
+	}
+	return out
+}
+
+// p50 is the median (nearest rank).
+func p50(xs []int64) int64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]int64(nil), xs...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[(len(s)-1)/2]
+}
+
+func ms(ns int64) string { return fmt.Sprintf("%.3f ms", float64(ns)/1e6) }
+
+// timelineOf returns the timeline path a test's replays write to.
+func timelineOf(t testing.TB) string { return filepath.Join(t.TempDir(), "timeline.jsonl") }
+
+// KillGroup kills the process and its children (`fikit run` and the
+// service it started) and waits for it.
+func (p *proc) KillGroup() cmdResult {
+	p.signal(syscall.SIGKILL)
+	<-p.done
+	return p.result(false)
+}
