@@ -54,8 +54,8 @@ type Server struct {
 	nextID uint32
 	tasks  map[scheduler.TaskID]*taskAddr
 	// errLimit rate-limits Error replies to bad datagrams.
-	errTokens  float64
-	errRefill  time.Time
+	errTokens float64
+	errRefill time.Time
 	// outBuf and out collect the replies of one batch for one sendmmsg.
 	outBuf     []byte
 	out        []udp.Datagram
