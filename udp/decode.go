@@ -23,6 +23,7 @@ type Decoder struct {
 	b    []byte // the datagram being decoded
 	v    values
 	recs []Record
+	lns  []Launch
 
 	register      Register
 	launchNotify  LaunchNotify
@@ -37,6 +38,7 @@ type Decoder struct {
 	state         State
 	errorMsg      Error
 	kernelInfo    KernelInfo
+	launchBatch   LaunchBatch
 }
 
 // Decode decodes one datagram. It returns a pointer to the decoded message
@@ -72,6 +74,9 @@ func Decode(b []byte) (Message, error) {
 	if mm, ok := m.(*Measurements); ok && mm.Records != nil {
 		mm.Records = slices.Clone(mm.Records)
 	}
+	if mb, ok := m.(*LaunchBatch); ok && mb.Launches != nil {
+		mb.Launches = slices.Clone(mb.Launches)
+	}
 	d.v.s = [maxFields]string{}
 	d.b = nil
 	return m, nil
@@ -105,6 +110,8 @@ func (d *Decoder) slot(t Type) decodable {
 		return &d.errorMsg
 	case TypeKernelInfo:
 		return &d.kernelInfo
+	case TypeLaunchBatch:
+		return &d.launchBatch
 	}
 	panic("udp: slot of invalid type " + t.String())
 }
@@ -267,9 +274,50 @@ func (d *Decoder) field(i int, f field) error {
 		return nil
 	case kRecords:
 		return d.records()
+	case kLaunches:
+		return d.launches()
 	}
 	panic("udp: unknown field kind")
 }
+
+func (d *Decoder) launches() error {
+	n, err := d.arrayLen()
+	if err != nil {
+		return err
+	}
+	// n ≤ remaining bytes (arrayLen): bounded by the datagram's size.
+	if cap(d.lns) < n {
+		d.lns = make([]Launch, 0, n)
+	}
+	ls := d.lns[:0]
+	for j := range n {
+		m, err := d.arrayLen()
+		if err != nil {
+			return fmt.Errorf("launch %d: %w", j, err)
+		}
+		if m < 2 {
+			return fmt.Errorf("launch %d: %d elements: %w", j, m, ErrMissingField)
+		}
+		var v [2]uint64
+		for k, f := range &launchFields {
+			if v[k], err = d.uint(f); err != nil {
+				return fmt.Errorf("launch %d: %s: %w", j, f.name, err)
+			}
+		}
+		if err := d.skip(m - 2); err != nil {
+			return fmt.Errorf("launch %d: extra element: %w", j, err)
+		}
+		ls = append(ls, Launch{KernelID: v[0], OffsetNS: uint32(v[1])})
+	}
+	d.lns = ls
+	d.v.l = ls
+	if n == 0 {
+		d.v.l = nil
+	}
+	return nil
+}
+
+var launchFields = [2]field{u64("kernel_id"), u32("offset_ns")}
 
 func (d *Decoder) records() error {
 	n, err := d.arrayLen()

@@ -97,13 +97,22 @@
 // number of profiling runs and the heartbeat interval. Each later
 // State changes role, phase or credit unsolicited.
 //
-// LaunchNotify and LaunchRequest share one per-task counter, seq, starting
-// at 1, so the daemon sees lost notifications as gaps. A holder
-// ([RoleHolder]) launches freely and sends LaunchNotify after the fact. A
+// LaunchNotify, LaunchBatch and LaunchRequest share one per-task counter,
+// seq, starting at 1, so the daemon sees lost notifications as gaps. A
+// holder ([RoleHolder]) launches freely and reports launches after the fact:
+// a hook's sender packs whatever its ring holds into one LaunchBatch per
+// task (consecutive seqs, each launch with its time on the hook's
+// CLOCK_MONOTONIC, so a daemon on the same machine places launches when they
+// happened, not when the batch arrived); LaunchNotify is the single form. A
 // waiter ([RoleWaiter]) sends LaunchRequest and waits for Grant (launch) or
-// Hold (still queued: keep waiting, reset the timeout); Grant's and State's
-// credit is the number of further launches the task may make without asking
-// (it still sends LaunchNotify for them); a State with credit 0 revokes it.
+// Hold (still queued: keep waiting, reset the timeout).
+//
+// Credit is a limit on seq: Grant{seq, credit} lets launch seq go and the
+// launches seq+1 … seq+credit go without asking (they are reported like a
+// holder's). A Grant for no waiting launch renews credit that way, naming
+// the latest seq the daemon has seen, so launches in flight are never
+// counted twice. A State with credit 0 revokes credit; a State with credit
+// c > 0 allows c launches after the hook's latest.
 //
 // While profiling ([PhaseProfiling]) the hook measures every launch: it sends
 // KernelInfo once per kernel ID per registration, before the first

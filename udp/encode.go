@@ -127,6 +127,13 @@ func (e *encoder) encode(t Type, sch []field) {
 				_ = enc.EncodeUint(r.GapNS)
 				_ = enc.EncodeUint(uint64(r.Flags))
 			}
+		case kLaunches:
+			_ = enc.EncodeArrayLen(len(e.v.l))
+			for _, l := range e.v.l {
+				_ = enc.EncodeArrayLen(2)
+				_ = enc.EncodeUint(l.KernelID)
+				_ = enc.EncodeUint(uint64(l.OffsetNS))
+			}
 		}
 	}
 }
@@ -205,6 +212,11 @@ func encodedSize(sch []field, v *values) int {
 			n += arrayHeaderSize(len(v.r))
 			for _, r := range v.r {
 				n += recordSize(r)
+			}
+		case kLaunches:
+			n += arrayHeaderSize(len(v.l))
+			for _, l := range v.l {
+				n += 1 + uintSize(l.KernelID) + uintSize(uint64(l.OffsetNS))
 			}
 		}
 	}

@@ -177,7 +177,7 @@ func TestStrings(t *testing.T) {
 	for _, v := range []struct{ got, want string }{
 		{TypeKernelInfo.String(), "KernelInfo"},
 		{Type(0).String(), "Type(0)"},
-		{Type(14).String(), "Type(14)"},
+		{Type(15).String(), "Type(15)"},
 		{RoleWaiter.String(), "waiter"},
 		{PhaseSharing.String(), "sharing"},
 		{ReasonCopyToHost.String(), "copy-to-host"},

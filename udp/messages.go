@@ -3,8 +3,9 @@ package udp
 import "math"
 
 // Message is one of the protocol's messages: Register, LaunchNotify,
-// LaunchRequest, Measurements, RunEnd, Heartbeat, Goodbye, KernelInfo (hook →
-// daemon) and RegisterAck, Grant, Hold, State, Error (daemon → hook).
+// LaunchRequest, Measurements, RunEnd, Heartbeat, Goodbye, KernelInfo,
+// LaunchBatch (hook → daemon) and RegisterAck, Grant, Hold, State, Error
+// (daemon → hook).
 //
 // Both a message value and a pointer to it are Messages; decoders return
 // pointers (*LaunchNotify, …), so type switches over decoded messages use the
@@ -133,16 +134,37 @@ type KernelInfo struct {
 	Block    [3]uint32
 }
 
+// LaunchBatch reports consecutive launches of one task after the fact, each
+// with its launch time (type 14): the batched form of LaunchNotify that a
+// hook's sender uses, one datagram for everything its ring held. The
+// launches have seqs Seq, Seq+1, …; launch i happened at BaseNS +
+// Launches[i].OffsetNS on the hook's CLOCK_MONOTONIC, which lets a daemon on
+// the same machine place each launch when it happened rather than when it
+// arrived.
+type LaunchBatch struct {
+	TaskID   uint32
+	Seq      uint32 // seq of the first launch
+	BaseNS   uint64 // CLOCK_MONOTONIC of the first launch
+	Launches []Launch
+}
+
+// Launch is one launch of a LaunchBatch.
+type Launch struct {
+	KernelID uint64
+	OffsetNS uint32 // since the batch's BaseNS
+}
+
 // The wire schema: the fields of each type after [version, type, …].
 
 type kind uint8
 
 const (
-	kUint    kind = iota // an unsigned integer in [lo, hi]
-	kStr                 // msgpack str
-	kBin16               // msgpack bin of 16 bytes
-	kTriple              // array of 3 u32
-	kRecords             // array of [u64, u64, u64, u8 flags]
+	kUint     kind = iota // an unsigned integer in [lo, hi]
+	kStr                  // msgpack str
+	kBin16                // msgpack bin of 16 bytes
+	kTriple               // array of 3 u32
+	kRecords              // array of [u64, u64, u64, u8 flags]
+	kLaunches             // array of [u64 kernel_id, u32 offset_ns]
 )
 
 type field struct {
@@ -179,6 +201,7 @@ var schemas = [...][]field{
 		{name: "message", kind: kStr}},
 	TypeKernelInfo: {u32("task_id"), u64("kernel_id"), {name: "name", kind: kStr},
 		{name: "grid", kind: kTriple}, {name: "block", kind: kTriple}},
+	TypeLaunchBatch: {u32("task_id"), u32("seq"), u64("base_ns"), {name: "launches", kind: kLaunches}},
 }
 
 // Record flags: the only u8 inside records.
@@ -200,6 +223,7 @@ type values struct {
 	t    [maxFields][3]uint32
 	uuid [16]byte
 	r    []Record
+	l    []Launch
 }
 
 func (m Register) Type() Type { return TypeRegister }
@@ -296,6 +320,14 @@ func (m *KernelInfo) get(v *values) {
 	*m = KernelInfo{TaskID: uint32(v.u[0]), KernelID: v.u[1], Name: v.s[2], Grid: v.t[3], Block: v.t[4]}
 }
 
+func (m LaunchBatch) Type() Type { return TypeLaunchBatch }
+func (m LaunchBatch) put(v *values) {
+	v.u[0], v.u[1], v.u[2], v.l = uint64(m.TaskID), uint64(m.Seq), m.BaseNS, m.Launches
+}
+func (m *LaunchBatch) get(v *values) {
+	*m = LaunchBatch{TaskID: uint32(v.u[0]), Seq: uint32(v.u[1]), BaseNS: v.u[2], Launches: v.l}
+}
+
 // newMessage returns a pointer to a new zero message of type t, which must be
 // valid.
 func newMessage(t Type) decodable {
@@ -326,6 +358,8 @@ func newMessage(t Type) decodable {
 		return new(Error)
 	case TypeKernelInfo:
 		return new(KernelInfo)
+	case TypeLaunchBatch:
+		return new(LaunchBatch)
 	}
 	panic("udp: newMessage of invalid type " + t.String())
 }

@@ -16,7 +16,8 @@ import (
 // with the type and field names of docs/design.md and values written as
 // decimal integers, "…" strings (escapes \\ \t \n \xHH of kernelid.Escape,
 // and '"' written as \x22), hex:… for the 16-byte UUID, [a,b,c] for grid and
-// block, and [[id,dur,gap,flags];…] for measurement records ([] if none).
+// block, [[id,dur,gap,flags];…] for measurement records and [[id,offset];…]
+// for a LaunchBatch's launches ([] if none).
 
 // Format returns the text form of m, fields in wire order.
 func Format(m Message) string {
@@ -50,6 +51,15 @@ func Format(m Message) string {
 					b.WriteByte(';')
 				}
 				fmt.Fprintf(&b, "[%d,%d,%d,%d]", r.KernelID, r.DurationNS, r.GapNS, r.Flags)
+			}
+			b.WriteByte(']')
+		case kLaunches:
+			b.WriteByte('[')
+			for j, l := range v.l {
+				if j > 0 {
+					b.WriteByte(';')
+				}
+				fmt.Fprintf(&b, "[%d,%d]", l.KernelID, l.OffsetNS)
 			}
 			b.WriteByte(']')
 		}
@@ -239,6 +249,29 @@ func parseValue(v *values, i int, f field, s string) error {
 				}
 			}
 			v.r = append(v.r, Record{KernelID: x[0], DurationNS: x[1], GapNS: x[2], Flags: RecordFlags(x[3])})
+		}
+		return nil
+	case kLaunches:
+		in, err := bracketed(s)
+		if err != nil || in == "" {
+			return err
+		}
+		for ls := range strings.SplitSeq(in, ";") {
+			lin, err := bracketed(ls)
+			if err != nil {
+				return err
+			}
+			parts := strings.Split(lin, ",")
+			if len(parts) != 2 {
+				return fmt.Errorf("launch %q is not [id,offset]: %w", ls, ErrSyntax)
+			}
+			var x [2]uint64
+			for k, p := range parts {
+				if x[k], err = parseUint(p, launchFields[k]); err != nil {
+					return fmt.Errorf("launch %q: %w", ls, err)
+				}
+			}
+			v.l = append(v.l, Launch{KernelID: x[0], OffsetNS: uint32(x[1])})
 		}
 		return nil
 	}

@@ -26,6 +26,7 @@ const (
 	TypeState         Type = 11
 	TypeError         Type = 12
 	TypeKernelInfo    Type = 13
+	TypeLaunchBatch   Type = 14
 )
 
 var typeNames = [...]string{
@@ -42,6 +43,7 @@ var typeNames = [...]string{
 	TypeState:         "State",
 	TypeError:         "Error",
 	TypeKernelInfo:    "KernelInfo",
+	TypeLaunchBatch:   "LaunchBatch",
 }
 
 // Valid reports whether t is a message type of this protocol version.

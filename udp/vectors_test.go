@@ -116,6 +116,19 @@ func vectorCases() []vector {
 		add(fmt.Sprintf("grant_credit_%d", v), Grant{TaskID: 2, Seq: 5, Credit: uint32(v)})
 	}
 	add("grant_max", Grant{TaskID: math.MaxUint32, Seq: math.MaxUint32, Credit: math.MaxUint32})
+	add("launch_batch_one", LaunchBatch{TaskID: 1, Seq: 1, BaseNS: 123_456_789_012, Launches: []Launch{{KernelID: 0x1a60b5313197dee7}}})
+	add("launch_batch_offsets", LaunchBatch{TaskID: 3, Seq: 40, BaseNS: 1 << 40, Launches: []Launch{
+		{KernelID: 0x1a60b5313197dee7, OffsetNS: 0}, {KernelID: 0xeabe423fa458ec9a, OffsetNS: 127},
+		{KernelID: 1, OffsetNS: 128}, {KernelID: 2, OffsetNS: 65535}, {KernelID: 3, OffsetNS: 65536},
+		{KernelID: math.MaxUint64, OffsetNS: math.MaxUint32}}})
+	add("launch_batch_empty", LaunchBatch{TaskID: 2, Seq: 9, BaseNS: 5})
+	add("launch_batch_max", LaunchBatch{TaskID: math.MaxUint32, Seq: math.MaxUint32, BaseNS: math.MaxUint64,
+		Launches: []Launch{{KernelID: math.MaxUint64, OffsetNS: math.MaxUint32}}})
+	fullL := make([]Launch, 91) // the most worst-case launches that fit: 1390 bytes
+	for i := range fullL {
+		fullL[i] = Launch{KernelID: math.MaxUint64, OffsetNS: math.MaxUint32}
+	}
+	add("launch_batch_full", LaunchBatch{TaskID: math.MaxUint32, Seq: math.MaxUint32, BaseNS: math.MaxUint64, Launches: fullL})
 	add("hold_basic", Hold{TaskID: 7, Seq: 301})
 	add("hold_zero", Hold{})
 	add("hold_max", Hold{TaskID: math.MaxUint32, Seq: math.MaxUint32})
@@ -469,6 +482,8 @@ func TestPinnedBytes(t *testing.T) {
 		{Grant{TaskID: 7, Seq: 300, Credit: 0}, "95 01 09 07 cd 01 2c 00"},
 		// fixarray(5), 1, 2, task uint8 128, seq uint32 65536, kernel uint64 max
 		{LaunchNotify{TaskID: 128, Seq: 65536, KernelID: math.MaxUint64}, "95 01 02 cc 80 ce 00 01 00 00 cf ff ff ff ff ff ff ff ff"},
+		// fixarray(6), 1, 14, task 2, seq 9, base 5, launches fixarray(1) of fixarray(2) [kernel uint8 200, offset uint16 1000]
+		{LaunchBatch{TaskID: 2, Seq: 9, BaseNS: 5, Launches: []Launch{{200, 1000}}}, "96 01 0e 02 09 05 91 92 cc c8 cd 03 e8"},
 		// fixarray(5), 1, 4, task 1, run 2, fixarray(0)
 		{Measurements{TaskID: 1, Run: 2}, "95 01 04 01 02 90"},
 		// ... records fixarray(1) of fixarray(4) [uint16 256, 0, uint8 255, 3]
