@@ -131,7 +131,11 @@ typedef struct fk_evpool fk_evpool;
 typedef struct fk_task {
 	/* read on every launch */
 	_Alignas(64) atomic_uint mode;
-	atomic_uint credit;
+	/* Credit is a limit on seq (wire protocol): launch s goes without
+	 * asking while s ≤ credit_limit (serial order). A grant older than the
+	 * last revocation (its seq < revoked_seq) renews nothing. */
+	atomic_uint credit_limit;
+	atomic_uint revoked_seq;
 	atomic_uint task_id;
 	atomic_uint state;
 	_Alignas(64) atomic_uint seq; /* per-task launch counter (design) */
@@ -178,6 +182,7 @@ static inline fk_task *fk_task_current(void)
 /* Send Register and wait (connect timeout) for the sender to see the ack. */
 void fk_task_register_sync(fk_task *t);
 void fk_task_apply(fk_task *t, int role, int phase, uint32_t credit); /* sender */
+void fk_credit_grant(fk_task *t, uint32_t seq, uint32_t credit);      /* Grant{seq, credit} */
 void fk_task_set_unreachable(fk_task *t);
 void fk_tasks_reset_child(void);
 
@@ -186,12 +191,13 @@ void fk_tasks_reset_child(void);
 enum { FK_REC_LAUNCH = 1, FK_REC_RUN_END = 2 };
 enum { FK_RF_NOTIFY = 1, FK_RF_MEASURE = 2 };
 
-/* One fixed-size record per launch (64 bytes with the ring's turn field). */
+/* One fixed-size record per launch. */
 typedef struct fk_rec {
 	uint8_t kind, flags;
 	uint16_t task;
 	uint32_t seq;     /* launch seq; RunEnd: reason */
 	uint64_t kid;     /* kernel ID; RunEnd: run_ns */
+	uint64_t t_ns;    /* CLOCK_MONOTONIC of the launch (LaunchBatch) */
 	const fk_fn *fn;  /* for KernelInfo */
 	uint32_t dims[6];
 	uint32_t ev;      /* event pair; RunEnd: kernels */

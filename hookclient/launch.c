@@ -34,6 +34,7 @@ static int push(const lstate *l, uint32_t spacing)
 		    .task = (uint16_t)l->t->index,
 		    .seq = l->seq,
 		    .kid = l->kid,
+		    .t_ns = l->t_launch,
 		    .fn = l->fn,
 		    .ev = l->ev,
 		    .spacing = spacing};
@@ -84,11 +85,9 @@ static inline int before(lstate *l, int slot, const fk_fn *fn, uintptr_t handle,
 		fk_name_log_first((fk_fn *)fn, handle, l->dims);
 	l->flags = FK_RF_NOTIFY;
 	if (mode & FK_MODE_WAITER) {
-		unsigned c = atomic_load_explicit(&t->credit, memory_order_relaxed);
-		while (c > 0 && !atomic_compare_exchange_weak_explicit(&t->credit, &c, c - 1, memory_order_relaxed,
-								       memory_order_relaxed))
-			;
-		if (c == 0) {
+		uint32_t next = atomic_load_explicit(&t->seq, memory_order_relaxed) + 1;
+		uint32_t lim = atomic_load_explicit(&t->credit_limit, memory_order_relaxed);
+		if ((int32_t)(lim - next) < 0) { /* no credit: ask (or fail open) */
 			uint64_t until = atomic_load_explicit(&t->backoff_until_ns, memory_order_relaxed);
 			if (until && fk_now_ns() < until)
 				return 0; /* failed open recently: pass straight through */
@@ -100,6 +99,8 @@ static inline int before(lstate *l, int slot, const fk_fn *fn, uintptr_t handle,
 				return 0;
 			goto counted;
 		}
+		/* Credit (a racing thread may take the last one: it then goes on
+		 * credit too, a launch beyond the limit reported like the rest). */
 	}
 	l->seq = atomic_fetch_add_explicit(&t->seq, 1, memory_order_relaxed) + 1;
 counted:
@@ -124,8 +125,10 @@ counted:
 			l->ev = UINT32_MAX;
 		}
 	}
-	if (l->flags)
+	if (l->flags) {
+		l->t_launch = fk_now_ns(); /* vDSO: no syscall */
 		push(l, 0);
+	}
 	return 1;
 }
 

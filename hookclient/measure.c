@@ -382,6 +382,16 @@ int fk_measure_poll(fk_task *t, int *pending)
 			produced++;
 			continue;
 		}
+		if (!(atomic_load_explicit(&t->mode, memory_order_relaxed) & FK_MODE_MEASURE)) {
+			/* Profiling is over (the daemon has its profile): reading the
+			 * leftovers while the service runs would only slow it down. The
+			 * run goes out without records, which the daemon ignores. */
+			if (!m->has_anchor || it->ev != m->anchor)
+				release(t, it->ev);
+			m->run_bad = 1;
+			m->head++;
+			continue;
+		}
 		/* Checked before every driver call: the service may resume at any
 		 * moment, and each call could hold the driver's lock against it. */
 		if (!low && !(m->ends > 1 || (m->ends > 0 && quiet(t))))

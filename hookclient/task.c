@@ -118,6 +118,32 @@ fk_task *fk_task_slow(void)
 	return t;
 }
 
+/* Credit is a limit on the launch seq (docs/design.md). */
+void fk_credit_grant(fk_task *t, uint32_t seq, uint32_t credit)
+{
+	/* A grant for a launch older than the last revocation must not bring
+	 * credit back. The grant of the launch waiting at the revocation (seq
+	 * equal) was decided after it and counts; renewals travel with the
+	 * revocations on the control socket, in order. */
+	uint32_t rev = atomic_load_explicit(&t->revoked_seq, memory_order_relaxed);
+	if (rev && (int32_t)(seq - rev) < 0)
+		return;
+	uint32_t lim = seq + credit, cur = atomic_load_explicit(&t->credit_limit, memory_order_relaxed);
+	while ((int32_t)(lim - cur) > 0 &&
+	       !atomic_compare_exchange_weak_explicit(&t->credit_limit, &cur, lim, memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+}
+
+static void credit_set(fk_task *t, uint32_t credit)
+{
+	uint32_t s = atomic_load_explicit(&t->seq, memory_order_relaxed);
+	/* Before any launch no grant can be older than this: nothing to mark. */
+	if (credit == 0 && s)
+		atomic_store_explicit(&t->revoked_seq, s, memory_order_relaxed);
+	atomic_store_explicit(&t->credit_limit, s + credit, memory_order_relaxed);
+}
+
 /* Apply a role/phase/credit from RegisterAck or State (sender thread). */
 void fk_task_apply(fk_task *t, int role, int phase, uint32_t credit)
 {
@@ -131,7 +157,7 @@ void fk_task_apply(fk_task *t, int role, int phase, uint32_t credit)
 		if (atomic_load(&t->pool))
 			mode |= FK_MODE_MEASURE;
 	}
-	atomic_store_explicit(&t->credit, credit, memory_order_relaxed);
+	credit_set(t, credit);
 	atomic_store_explicit(&t->mode, mode, memory_order_release);
 }
 
@@ -199,7 +225,8 @@ void fk_tasks_reset_child(void)
 		task_sync_init(t);
 		atomic_store(&t->mode, FK_MODE_PASS);
 		atomic_store(&t->state, FK_ST_NEW);
-		atomic_store(&t->credit, 0);
+		atomic_store(&t->credit_limit, 0);
+		atomic_store(&t->revoked_seq, 0);
 		atomic_store(&t->task_id, 0);
 		atomic_store(&t->seq, 0);
 		atomic_store(&t->run_kernels, 0);

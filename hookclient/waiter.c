@@ -111,7 +111,7 @@ void fk_waiter_request(fk_task *t, uint32_t seq, uint64_t kid)
 		if (fk_decode(buf, (size_t)r, &m) || m.task_id != id)
 			continue;
 		if (m.type == FK_MSG_GRANT && m.seq == seq) {
-			atomic_store(&t->credit, m.credit);
+			fk_credit_grant(t, m.seq, m.credit);
 			atomic_store(&t->backoff_ms, 0);
 			return;
 		}

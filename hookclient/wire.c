@@ -146,6 +146,23 @@ size_t fk_enc_measurements(void *buf, size_t cap, uint32_t task, uint32_t run, c
 	return done(&w);
 }
 
+size_t fk_enc_launch_batch(void *buf, size_t cap, uint32_t task, uint32_t seq, uint64_t base_ns, const uint64_t *kid,
+			   const uint32_t *off, size_t n)
+{
+	fk_wbuf w = fk_wbuf_make(buf, cap);
+	head(&w, 4, FK_MSG_LAUNCH_BATCH);
+	fk_mp_uint(&w, task);
+	fk_mp_uint(&w, seq);
+	fk_mp_uint(&w, base_ns);
+	fk_mp_array(&w, (uint32_t)n);
+	for (size_t i = 0; i < n; i++) {
+		fk_mp_array(&w, 2);
+		fk_mp_uint(&w, kid[i]);
+		fk_mp_uint(&w, off[i]);
+	}
+	return done(&w);
+}
+
 size_t fk_enc_run_end(void *buf, size_t cap, uint32_t task, uint32_t run, uint32_t kernels, uint64_t run_ns,
 		      uint8_t reason)
 {

@@ -1,5 +1,5 @@
 /* wire.h — wire protocol v1 (docs/design.md "Wire protocol v1"; udp/doc.go):
- * in-house msgpack, encoders for what the hook sends (types 1–7, 13), a
+ * in-house msgpack, encoders for what the hook sends (types 1–7, 13, 14), a
  * decoder for what it receives (8–12). No allocation: encoders write into a
  * caller's buffer, the decoder points into the datagram. */
 #ifndef FIKIT_WIRE_H
@@ -25,6 +25,7 @@ enum fk_msg_type {
 	FK_MSG_STATE = 11,
 	FK_MSG_ERROR = 12,
 	FK_MSG_KERNEL_INFO = 13,
+	FK_MSG_LAUNCH_BATCH = 14,
 };
 
 enum { FK_ROLE_HOLDER = 1, FK_ROLE_WAITER = 2 };
@@ -85,6 +86,12 @@ size_t fk_enc_run_end(void *buf, size_t cap, uint32_t task, uint32_t run, uint32
 size_t fk_enc_task_only(void *buf, size_t cap, int type, uint32_t task); /* Heartbeat, Goodbye */
 size_t fk_enc_kernel_info(void *buf, size_t cap, uint32_t task, uint64_t kid, const char *name, size_t name_len,
 			  const uint32_t dims[6]);
+
+/* LaunchBatch: launches seq, seq+1, … of one task; launch i at base_ns +
+ * off[i] on CLOCK_MONOTONIC. FK_BATCH_MAX worst-case launches always fit. */
+size_t fk_enc_launch_batch(void *buf, size_t cap, uint32_t task, uint32_t seq, uint64_t base_ns, const uint64_t *kid,
+			   const uint32_t *off, size_t n);
+#define FK_BATCH_MAX 91 /* (1400 - 25) / 15: fixarray + uint64 + uint32 per launch */
 
 /* Bytes one Measurements record takes at most, and the fixed part. */
 #define FK_MEAS_REC_MAX 29 /* fixarray + 3 × uint64 + flags (≤ 3: fixint) */

@@ -121,6 +121,28 @@ static size_t records(vec *v, fk_meas_rec *r, size_t max)
 	return n;
 }
 
+static size_t launches(vec *v, uint64_t *kid, uint32_t *off, size_t max)
+{
+	const char *s = get(v, "launches");
+	size_t n = 0;
+	if (strcmp(s, "[]") == 0)
+		return 0;
+	const char *p = s + 1;
+	while (*p == '[' && n < max) {
+		unsigned long long a;
+		unsigned b;
+		int used;
+		if (sscanf(p, "[%llu,%u]%n", &a, &b, &used) != 2)
+			break;
+		kid[n] = a;
+		off[n++] = b;
+		p += used;
+		if (*p == ';')
+			p++;
+	}
+	return n;
+}
+
 static int encoded = 0, decoded = 0;
 
 static void encode_check(vec *v)
@@ -155,6 +177,12 @@ static void encode_check(vec *v)
 	} else if (!strcmp(t, "Heartbeat") || !strcmp(t, "Goodbye")) {
 		n = fk_enc_task_only(buf, FK_MAX_DATAGRAM, t[0] == 'H' ? FK_MSG_HEARTBEAT : FK_MSG_GOODBYE,
 				     (uint32_t)num(v, "task_id"));
+	} else if (!strcmp(t, "LaunchBatch")) {
+		static uint64_t kid[256];
+		static uint32_t off[256];
+		size_t nl = launches(v, kid, off, 256);
+		n = fk_enc_launch_batch(buf, FK_MAX_DATAGRAM, (uint32_t)num(v, "task_id"), (uint32_t)num(v, "seq"),
+					num(v, "base_ns"), kid, off, nl);
 	} else if (!strcmp(t, "KernelInfo")) {
 		uint32_t dims[6];
 		triple(v, "grid", dims);
@@ -280,6 +308,15 @@ static void overflow(void)
 	CHECK(fk_enc_measurements(big, sizeof big, UINT32_MAX, UINT32_MAX, r, PER) > 0, "%d records must fit", PER);
 	CHECK(fk_enc_measurements(big, sizeof big, UINT32_MAX, UINT32_MAX, r, PER + 1) == 0, "%d records fit",
 	      PER + 1);
+	/* The sender packs FK_BATCH_MAX launches: worst case they fit, one more not. */
+	static uint64_t kid[FK_BATCH_MAX + 1];
+	static uint32_t off[FK_BATCH_MAX + 1];
+	for (int i = 0; i <= FK_BATCH_MAX; i++)
+		kid[i] = UINT64_MAX, off[i] = UINT32_MAX;
+	CHECK(fk_enc_launch_batch(big, sizeof big, UINT32_MAX, UINT32_MAX, UINT64_MAX, kid, off, FK_BATCH_MAX) > 0,
+	      "%d launches must fit", FK_BATCH_MAX);
+	CHECK(fk_enc_launch_batch(big, sizeof big, UINT32_MAX, UINT32_MAX, UINT64_MAX, kid, off, FK_BATCH_MAX + 1) == 0,
+	      "%d launches fit", FK_BATCH_MAX + 1);
 }
 
 int main(int argc, char **argv)
