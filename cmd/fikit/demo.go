@@ -128,6 +128,8 @@ type DemoResult struct {
 	Timeline     string   `json:"timeline,omitempty"`
 	SharingStart int64    `json:"sharing_start_ns"`
 	FikitStart   int64    `json:"fikit_start_ns"`
+	// Scheduler is the daemon's counters after the fikit run.
+	Scheduler scheduler.Stats `json:"scheduler"`
 }
 
 func runDemo(ctx context.Context, o demoOptions) (*DemoResult, error) {
@@ -207,6 +209,7 @@ func runDemo(ctx context.Context, o demoOptions) (*DemoResult, error) {
 		return nil, err
 	}
 	res.Fikit = modeOf(fk.HP, fk, ar.JCTs())
+	res.Scheduler = d.Status().Stats
 
 	if segs, err := harness.ReadTimeline(env.TimelinePath()); err == nil {
 		for _, m := range []struct {

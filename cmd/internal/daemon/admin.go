@@ -84,7 +84,7 @@ func (a *adminServer) close() {
 func (s *Server) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Status{Listen: s.Addr().String(), UptimeNs: s.now(), Stats: s.core.Stats(), Scheduler: s.core.Config()}
+	st := Status{Listen: s.Addr().String(), UptimeNs: s.now() - s.start, Stats: s.core.Stats(), Scheduler: s.core.Config()}
 	for _, t := range s.core.Tasks() {
 		st.Tasks = append(st.Tasks, TaskStatus{ID: uint32(t.ID), Key: t.Key, PID: t.PID, Priority: t.Priority,
 			GPU: t.GPU, Model: t.Model, Role: t.Role.String(), Phase: t.Phase.String(), Credit: t.Credit,

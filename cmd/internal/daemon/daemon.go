@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/fikit/fikit/profiler"
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/store"
@@ -43,10 +45,12 @@ type Server struct {
 	cfg   Config
 	log   *slog.Logger
 	conn  *udp.Conn
-	start time.Time
+	start int64 // CLOCK_MONOTONIC at start
 	admin *adminServer
 	pers  *persister
 	met   *metrics
+	timer *deadlineTimer
+	debug bool // log every decision
 
 	mu   sync.Mutex // guards everything below; held while the core works
 	core *scheduler.Node
@@ -59,6 +63,8 @@ type Server struct {
 	// outBuf and out collect the replies of one batch for one sendmmsg.
 	outBuf     []byte
 	out        []udp.Datagram
+	kernels    []uint64 // a LaunchBatch's launches, reused
+	times      []int64
 	deadline   int64 // core time of the read deadline currently set (0: none)
 	profileHit map[string]*profiler.Profile
 }
@@ -92,11 +98,16 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	s := &Server{
-		cfg: cfg, log: cfg.Logger, conn: conn, start: time.Now(), core: core,
+		cfg: cfg, log: cfg.Logger, conn: conn, start: monotonic(), core: core,
 		nextID: 1, tasks: map[scheduler.TaskID]*taskAddr{}, errTokens: errBurst,
 		outBuf: make([]byte, 0, 16*udp.MaxDatagram), profileHit: map[string]*profiler.Profile{},
 	}
 	s.met = newMetrics(s)
+	s.debug = cfg.Logger.Enabled(context.Background(), slog.LevelDebug)
+	if s.timer, err = newDeadlineTimer(func() { _ = conn.SetReadDeadline(time.Unix(1, 0)) }); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("daemon: timer: %w", err)
+	}
 	s.pers = newPersister(cfg.Store, cfg.Logger)
 	if cfg.AdminSocket != "" {
 		if s.admin, err = newAdminServer(s, cfg.AdminSocket); err != nil {
@@ -111,8 +122,15 @@ func New(cfg Config) (*Server, error) {
 // Addr is the UDP address the daemon listens on.
 func (s *Server) Addr() netip.AddrPort { return s.conn.LocalAddr() }
 
-// now is the core's clock: monotonic nanoseconds since the daemon started.
-func (s *Server) now() int64 { return int64(time.Since(s.start)) }
+// now is the core's clock: CLOCK_MONOTONIC in nanoseconds, the clock hooks
+// on this machine stamp their launches with.
+func (s *Server) now() int64 { return monotonic() }
+
+func monotonic() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
 
 // Run serves until ctx is done, then shuts down cleanly: the socket closes,
 // pending profiles are written and the store is closed.
@@ -158,6 +176,9 @@ func (s *Server) loop(ctx context.Context) error {
 		if err != nil {
 			switch {
 			case errors.Is(err, os.ErrDeadlineExceeded):
+				// The deadline timer fired: clear the expired deadline
+				// first, so a timer firing meanwhile is seen by this tick.
+				_ = s.conn.SetReadDeadline(time.Time{})
 				s.mu.Lock()
 				s.step(scheduler.Tick{Now: s.now()}, netip.AddrPort{})
 				s.mu.Unlock()
@@ -179,6 +200,7 @@ func (s *Server) shutdown() {
 	s.mu.Lock()
 	tasks := len(s.tasks)
 	s.mu.Unlock()
+	s.timer.close()
 	s.conn.Close()
 	if s.admin != nil {
 		s.admin.close()

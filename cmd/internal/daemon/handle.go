@@ -35,13 +35,37 @@ func (s *Server) handle(b []byte, src netip.AddrPort) {
 		s.register(m, src, now)
 	case *udp.LaunchNotify:
 		s.step(scheduler.LaunchNotified{Now: now, Task: scheduler.TaskID(m.TaskID), Seq: m.Seq, Kernel: m.KernelID}, src)
+	case *udp.LaunchBatch:
+		if s.debug && len(m.Launches) > 0 {
+			s.log.Debug("launches", "t_us", (now-s.start)/1000, "task", m.TaskID, "seq", m.Seq, "n", len(m.Launches),
+				"lag_us", (now-launchTime(int64(m.BaseNS)+int64(m.Launches[len(m.Launches)-1].OffsetNS), now))/1000)
+		}
+		ev := scheduler.LaunchesNotified{Now: now, Task: scheduler.TaskID(m.TaskID), Seq: m.Seq,
+			Kernels: s.kernels[:0], Times: s.times[:0]}
+		local := src.Addr().IsLoopback()
+		for _, l := range m.Launches {
+			at := now
+			if local {
+				at = launchTime(int64(m.BaseNS)+int64(l.OffsetNS), now)
+			}
+			ev.Kernels = append(ev.Kernels, l.KernelID)
+			ev.Times = append(ev.Times, at)
+		}
+		s.kernels, s.times = ev.Kernels, ev.Times // reused: the core keeps neither
+		s.step(ev, src)
 	case *udp.LaunchRequest:
 		id := scheduler.TaskID(m.TaskID)
+		if s.debug {
+			s.log.Debug("request", "t_us", (now-s.start)/1000, "task", id, "seq", m.Seq)
+		}
 		if ta := s.tasks[id]; ta != nil {
 			ta.reqs[m.Seq] = src
 		}
 		s.step(scheduler.LaunchRequested{Now: now, Task: id, Seq: m.Seq, Kernel: m.KernelID}, src)
 	case *udp.Measurements:
+		if s.debug {
+			s.log.Debug("measurements", "task", m.TaskID, "run", m.Run, "records", len(m.Records))
+		}
 		recs := make([]profiler.Record, len(m.Records))
 		for i, r := range m.Records {
 			recs[i] = profiler.Record{KernelID: r.KernelID, DurationNs: r.DurationNS, GapNs: r.GapNS, Flags: uint8(r.Flags)}
@@ -51,6 +75,9 @@ func (s *Server) handle(b []byte, src netip.AddrPort) {
 		s.step(scheduler.KernelInfoReceived{Now: now, Task: scheduler.TaskID(m.TaskID),
 			Info: profiler.KernelInfo{ID: m.KernelID, Name: m.Name, Grid: m.Grid, Block: m.Block}}, src)
 	case *udp.RunEnd:
+		if s.debug {
+			s.log.Debug("run end", "t_us", (now-s.start)/1000, "task", m.TaskID, "run", m.Run, "kernels", m.Kernels, "run_us", m.RunNS/1000)
+		}
 		s.step(scheduler.RunEnded{Now: now, Task: scheduler.TaskID(m.TaskID), Run: m.Run, Kernels: m.Kernels,
 			RunNs: int64(min(m.RunNS, uint64(1)<<62))}, src)
 	case *udp.Heartbeat:
@@ -63,6 +90,20 @@ func (s *Server) handle(b []byte, src netip.AddrPort) {
 	default:
 		s.replyError(src, udp.CodeInvalidValue, 0, "daemon-to-hook message sent to the daemon: "+m.Type().String())
 	}
+}
+
+// maxLaunchAge bounds how far back a hook's launch time is believed: a
+// stamp older than that (a stalled sender) or from the future (another clock)
+// is replaced by the arrival time.
+const maxLaunchAge = int64(50 * time.Millisecond)
+
+// launchTime is when a launch stamped t on the hook's CLOCK_MONOTONIC
+// happened on the daemon's clock (the same clock: a hook on this machine).
+func launchTime(t, now int64) int64 {
+	if t > now || now-t > maxLaunchAge {
+		return now
+	}
+	return t
 }
 
 // step feeds an event; an unknown task is told to register again. It
@@ -78,6 +119,8 @@ func (s *Server) step(ev scheduler.Event, src netip.AddrPort) bool {
 		case scheduler.LaunchNotified:
 			id = uint32(e.Task)
 		case scheduler.LaunchRequested:
+			id = uint32(e.Task)
+		case scheduler.LaunchesNotified:
 			id = uint32(e.Task)
 		case scheduler.RunEnded:
 			id = uint32(e.Task)
@@ -149,6 +192,9 @@ func (s *Server) lookupProfile(model, key string) *profiler.Profile {
 // with mu held.
 func (s *Server) flush() {
 	r := s.core.Ready()
+	if s.debug {
+		s.logDecisions(&r)
+	}
 	for _, a := range r.Acks {
 		ta := s.tasks[a.Task]
 		if ta == nil {
@@ -197,18 +243,31 @@ func (s *Server) flush() {
 	s.armDeadline(r.Deadline)
 }
 
-// armDeadline sets the socket's read deadline to the core's next deadline,
-// touching the socket only when it changes.
+// logDecisions logs every decision at debug level (one line each: meant for
+// following a scheduling problem, not for production volumes).
+func (s *Server) logDecisions(r *scheduler.Ready) {
+	at := s.now() - s.start
+	for _, g := range r.Grants {
+		s.log.Debug("grant", "t_us", at/1000, "task", g.Task, "seq", g.Seq, "credit", g.Credit)
+	}
+	for _, st := range r.States {
+		s.log.Debug("state", "t_us", at/1000, "task", st.Task, "role", st.Role.String(), "phase", st.Phase.String(), "credit", st.Credit)
+	}
+	for _, h := range r.Holds {
+		s.log.Debug("hold", "t_us", at/1000, "task", h.Task, "seq", h.Seq)
+	}
+	for _, v := range r.Runs {
+		s.log.Debug("profiling run", "task", v.Task, "run", v.Run, "outcome", v.Outcome, "runs", v.Runs)
+	}
+}
+
+// armDeadline arms the deadline timer for the core's next deadline.
 func (s *Server) armDeadline(d int64) {
 	if d == s.deadline {
 		return
 	}
 	s.deadline = d
-	if d == 0 {
-		s.conn.SetReadDeadline(time.Time{})
-		return
-	}
-	s.conn.SetReadDeadline(s.start.Add(time.Duration(d)))
+	s.timer.set(d)
 }
 
 // send queues a reply for the batch's sendmmsg.
