@@ -50,20 +50,39 @@ func spinUntil(deadline int64) int64 {
 }
 
 // waitUntil sleeps most of the way to deadline and spins the rest, for
-// waits that need not burn a core (open-loop arrivals).
+// waits that must not burn a core (open-loop arrivals: a real service waits
+// for its next request in the kernel, leaving the CPU to others). It sleeps
+// in clock_nanosleep with a 1 ns timer slack on this (locked) thread: Go's
+// timers fire most of a millisecond late for short waits here, which would
+// need that much spinning instead.
 func waitUntil(deadline int64, done <-chan struct{}) (int64, bool) {
-	const spinNs = 2_000_000 // sleep overshoot is well under this
+	const (
+		spinNs  = 150_000    // clock_nanosleep overshoots by tens of µs
+		chunkNs = 10_000_000 // how often done is looked at while sleeping
+	)
+	setTimerSlack()
 	for {
+		select {
+		case <-done:
+			return MonoNs(), false
+		default:
+		}
 		d := deadline - MonoNs()
 		if d <= spinNs {
 			return spinUntil(deadline), true
 		}
-		t := time.NewTimer(time.Duration(d - spinNs))
-		select {
-		case <-done:
-			t.Stop()
-			return MonoNs(), false
-		case <-t.C:
-		}
+		ts := unix.NsecToTimespec(min(d-spinNs, chunkNs))
+		_ = unix.Nanosleep(&ts, nil)
+	}
+}
+
+var slackSet bool
+
+// setTimerSlack makes this thread's sleeps end on time (the replay's
+// goroutine is locked to its thread).
+func setTimerSlack() {
+	if !slackSet {
+		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+		slackSet = true
 	}
 }
