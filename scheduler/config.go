@@ -21,6 +21,11 @@ type Config struct {
 	// a holder launch means the holder is idle.
 	IdleAlpha float64
 	IdleFloor int64
+	// RunIdle is the silence after which a holder inside a run (between
+	// its first launch and its run end) counts as idle: launch reports
+	// arrive in bursts, and the gaps a run has are filled from its profile
+	// (windows), not by idleness.
+	RunIdle int64
 	// HolderTTL: a task counts as active this long after its last launch or
 	// registration; holders are the best-priority active tasks.
 	HolderTTL int64
@@ -53,6 +58,7 @@ func DefaultConfig() Config {
 		DelayBudget:       0.05,
 		IdleAlpha:         2,
 		IdleFloor:         int64(50 * time.Microsecond),
+		RunIdle:           int64(500 * time.Microsecond),
 		HolderTTL:         int64(time.Second),
 		DefaultKernel:     int64(100 * time.Microsecond),
 		SkipLimit:         25,
@@ -80,6 +86,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: idle alpha must be > 0", ErrConfig)
 	case c.IdleFloor < 0:
 		return fmt.Errorf("%w: idle floor %d < 0", ErrConfig, c.IdleFloor)
+	case c.RunIdle < 0:
+		return fmt.Errorf("%w: run idle %d < 0", ErrConfig, c.RunIdle)
 	case c.HolderTTL <= 0:
 		return fmt.Errorf("%w: holder TTL must be > 0", ErrConfig)
 	case c.DefaultKernel <= 0:

@@ -30,6 +30,12 @@
 //     (and its predicted device work done), lower priorities run freely within
 //     the in-flight budget, with credit (launches without a round trip); the
 //     holder's return revokes credit and holds them again (Fig. 11 case A).
+//     Inside a run (first launch to run end) the silence must also last
+//     RunIdle: launch reports arrive in bursts, and a run's own gaps are
+//     filled from its profile.
+//   - Launch times: a launch report may say when the launch happened (hooks
+//     on the daemon's machine stamp them); predictions start from that time,
+//     not from the report's arrival.
 //   - Equal priorities at the top are all holders and share the device in
 //     launch order (Fig. 11 case C); waiters of one priority are served in
 //     arrival order when they all fit.

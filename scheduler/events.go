@@ -78,6 +78,18 @@ type LaunchNotified struct {
 	Kernel uint64
 }
 
+// LaunchesNotified: several launches of one task, reported together (a
+// hook's LaunchBatch): seqs Seq, Seq+1, …, kernel Kernels[i] launched at
+// Times[i] (≤ Now). They are applied as one event: one scheduling decision
+// after all of them.
+type LaunchesNotified struct {
+	Now     int64
+	Task    TaskID
+	Seq     uint32
+	Kernels []uint64
+	Times   []int64
+}
+
 // LaunchRequested: a waiter asks to launch a kernel.
 type LaunchRequested struct {
 	Now    int64
@@ -124,6 +136,7 @@ func (e TaskRegistered) at() int64       { return e.Now }
 func (e TaskLeft) at() int64             { return e.Now }
 func (e LaunchNotified) at() int64       { return e.Now }
 func (e LaunchRequested) at() int64      { return e.Now }
+func (e LaunchesNotified) at() int64     { return e.Now }
 func (e RunEnded) at() int64             { return e.Now }
 func (e Heartbeat) at() int64            { return e.Now }
 func (e MeasurementsReceived) at() int64 { return e.Now }

@@ -3,14 +3,14 @@ package scheduler
 // This file is the FIKIT policy proper: predicting the holders' idle gaps
 // and filling them with waiting low-priority kernels (BestPrioFit).
 
-// notified handles a launch a task made without asking: a holder's, or one
-// covered by credit.
-func (n *Node) notified(t *task, seq uint32, kernel uint64) {
+// notified handles a launch a task made without asking at time at (≤ now:
+// a notification arrives after the launch, and hooks on the daemon's machine
+// say when it happened): a holder's, or one covered by credit.
+func (n *Node) notified(t *task, seq uint32, kernel uint64, at int64) {
 	n.countSeq(t, seq)
 	n.noteForeignLaunch(t)
 	if t.role == RoleHolder {
-		n.holderLaunch(t, kernel)
-		n.schedule(t.gpu)
+		n.holderLaunch(t, kernel, at)
 		return
 	}
 	g := t.gpu
@@ -18,16 +18,16 @@ func (n *Node) notified(t *task, seq uint32, kernel uint64) {
 		// The launch turns its reservation into predicted work.
 		t.credit--
 		g.reservedNs = maxi(0, g.reservedNs-n.perCredit(t))
-		g.lpBusyUntil = maxi(g.lpBusyUntil, n.now) + n.meanDuration(t, kernel)
+		g.lpBusyUntil = maxi(g.lpBusyUntil, at) + n.meanDuration(t, kernel)
 		n.topUp(t)
 	} else {
 		// A fail-open launch, or one the hook made before it learned its
 		// role: account for it all the same.
 		n.stats.UnscheduledLaunches++
-		g.lpBusyUntil = maxi(g.lpBusyUntil, n.now) + n.estimate(t, kernel)
+		g.lpBusyUntil = maxi(g.lpBusyUntil, at) + n.estimate(t, kernel)
 		g.lpInWindow = true
 	}
-	t.lastLaunch = n.now
+	t.lastLaunch = at
 	t.busyUntil = g.lpBusyUntil
 	n.waiterRunStart(t)
 }
@@ -55,7 +55,7 @@ func (n *Node) requested(t *task, seq uint32, kernel uint64) {
 		n.noteForeignLaunch(t)
 		n.out.Grants = append(n.out.Grants, Grant{Task: t.id, Seq: seq})
 		n.stats.Grants++
-		n.holderLaunch(t, kernel)
+		n.holderLaunch(t, kernel, n.now)
 		n.schedule(g)
 		return
 	}
@@ -93,10 +93,10 @@ func (n *Node) holderPrio(g *gpu) uint8 {
 	return 10
 }
 
-// holderLaunch updates the predictions after a holder launched kernel k.
-func (n *Node) holderLaunch(h *task, k uint64) {
+// holderLaunch updates the predictions after a holder launched kernel k at
+// time now (its launch time, possibly before the core's current time).
+func (n *Node) holderLaunch(h *task, k uint64, now int64) {
 	g := h.gpu
-	now := n.now
 	if h.predicted > 0 {
 		// Compare device-side: the kernel starts when it arrives or when
 		// the holder's earlier work ends, whichever is later.
@@ -162,80 +162,24 @@ func (n *Node) holderLaunch(h *task, k uint64) {
 	n.updateWindow(g)
 }
 
-// gapOf is SG[k] for holder h, corrected online when enabled.
-func (n *Node) gapOf(h *task, k uint64) int64 {
-	if c, ok := h.gapCorr[k]; ok {
-		return c
-	}
-	ke, _ := h.est.kernel(k)
-	return ke.GapNs
-}
-
-// duration is the predicted duration of a holder's kernel (its mean).
-func (n *Node) duration(t *task, k uint64) int64 {
-	if ke, ok := t.est.kernel(k); ok {
-		return ke.MeanNs
-	}
-	return n.estimate(t, k)
-}
-
-// meanDuration is the expected duration of a low-priority kernel that was
-// launched: its mean, else the task's mean, else the conservative estimate.
-func (n *Node) meanDuration(t *task, k uint64) int64 {
-	if ke, ok := t.est.kernel(k); ok && ke.MeanNs > 0 {
-		return ke.MeanNs
-	}
-	if t.est != nil && t.est.MeanNs > 0 {
-		return t.est.MeanNs
-	}
-	return n.estimate(t, k)
-}
-
-// perCredit is the GPU time reserved for one launch on credit, whose kernel
-// is not known yet: the task's mean kernel duration. Each credited launch
-// then accounts its own kernel's mean.
-func (n *Node) perCredit(t *task) int64 {
-	if t.est != nil && t.est.MeanNs > 0 {
-		return t.est.MeanNs
-	}
-	return n.estimate(t, 0)
-}
-
-// estimate is the conservative duration of a waiting kernel: its p90, else
-// its task's p90, else the configured default.
-func (n *Node) estimate(t *task, k uint64) int64 {
-	if ke, ok := t.est.kernel(k); ok && ke.P90Ns > 0 {
-		return ke.P90Ns
-	}
-	if t.est != nil && t.est.P90Ns > 0 {
-		return t.est.P90Ns
-	}
-	return n.cfg.DefaultKernel
-}
-
-// learnRunGap keeps a conservative estimate of the time from a run end to
-// the holder's next launch: the least of the recent observations.
-func (t *task) learnRunGap(observed int64) {
-	copy(t.runGaps[1:], t.runGaps[:len(t.runGaps)-1])
-	t.runGaps[0] = observed
-	if t.runGapN < len(t.runGaps) {
-		t.runGapN++
-	}
-	t.runGap = t.runGaps[0]
-	for _, v := range t.runGaps[:t.runGapN] {
-		t.runGap = mini(t.runGap, v)
-	}
-}
-
 // holderRunEnded: a holder's run ended, so until its next launch the GPU is
 // free of it; a learned inter-run gap becomes a fill window.
-func (n *Node) holderRunEnded(h *task) {
+func (n *Node) holderRunEnded(h *task, runNs int64) {
+	// When the run really ended: its first launch plus the run's length as
+	// the hook measured it. Run-end reports arrive after a varying delay;
+	// anchoring the next window at the arrival would let it overrun the
+	// holder's return whenever this report came later than the ones the
+	// inter-run gap was learned from.
+	end := n.now
+	if runNs > 0 && h.runStart > 0 && h.runStart+runNs < end {
+		end = h.runStart + runNs
+	}
 	h.inRun = false
-	h.runEnd = n.now
+	h.runEnd = end
 	h.nextLaunch = 0
 	if h.runGap >= n.cfg.MinGap && h.runGapN > 0 {
-		h.nextLaunch = n.now + h.runGap
-		h.busyUntil = mini(h.busyUntil, n.now)
+		h.nextLaunch = end + h.runGap
+		h.busyUntil = mini(h.busyUntil, end)
 	}
 	n.updateWindow(h.gpu)
 	n.schedule(h.gpu)
@@ -288,7 +232,13 @@ func (n *Node) idleAt(g *gpu) int64 {
 		if h.nextLaunch > 0 {
 			ref = maxi(ref, h.nextLaunch) // a predicted window comes first
 		}
-		ready := maxi(ref+n.idleThreshold(h), h.busyUntil)
+		th := n.idleThreshold(h)
+		if h.inRun {
+			// Silence is evidence only once the holder's launch reports
+			// could have arrived: add how late they have been coming.
+			th = maxi(th, n.cfg.RunIdle+h.lag)
+		}
+		ready := maxi(ref+th, h.busyUntil)
 		at = maxi(at, ready)
 	}
 	return at
@@ -515,95 +465,4 @@ func (n *Node) passOver(g *gpu) {
 			}
 		}
 	}
-}
-
-// creditFor is how many more launches of t fit room without asking.
-func (n *Node) creditFor(t *task, room int64) uint32 {
-	if n.cfg.MaxCredit == 0 || room <= 0 {
-		return 0
-	}
-	per := n.perCredit(t)
-	c := room / per
-	if c > int64(n.cfg.MaxCredit) {
-		c = int64(n.cfg.MaxCredit)
-	}
-	return uint32(c)
-}
-
-// topUp renews a waiter's credit while the current idle period or window
-// still has room, so a task running on credit does not stall for a round
-// trip each time its credit runs out. It is sent as a Grant for the task's
-// latest launch: "launches after seq may go without asking", which stays
-// exact however many launches are in flight. Waiting requests of others
-// come first.
-func (n *Node) topUp(t *task) {
-	g := t.gpu
-	var room int64
-	switch {
-	case g.idle && g.idleCap > 0:
-		room = g.idleCap - maxi(0, g.lpBusyUntil-n.now) - g.reservedNs
-	case g.window.open && n.now < g.window.end:
-		room = g.window.end - maxi(n.now, g.lpBusyUntil) - g.reservedNs
-	default:
-		return
-	}
-	if g.waiting() > 0 || n.cfg.MaxCredit == 0 {
-		return
-	}
-	per := n.perCredit(t)
-	k := room / per
-	if k > int64(n.cfg.MaxCredit)-int64(t.credit) {
-		k = int64(n.cfg.MaxCredit) - int64(t.credit)
-	}
-	// Renew only when it matters: the new credit is at least half the total.
-	if k <= 0 || 2*k < int64(t.credit)+k {
-		return
-	}
-	g.reservedNs += k * per
-	t.credit += uint32(k)
-	n.stats.Credited += uint64(k)
-	n.stats.TopUps++
-	n.out.Grants = append(n.out.Grants, Grant{Task: t.id, Seq: t.seq, Credit: t.credit})
-}
-
-// grant lets request r go with credit further launches, reserving their
-// predicted time.
-func (n *Node) grant(r *request, credit uint32) {
-	g := r.t.gpu
-	if credit > 0 {
-		g.reservedNs += int64(credit) * n.perCredit(r.t)
-		r.t.credit += credit
-		n.stats.Credited += uint64(credit)
-	}
-	n.out.Grants = append(n.out.Grants, Grant{Task: r.t.id, Seq: r.seq, Credit: credit})
-	n.stats.Grants++
-	n.stats.GrantedNs += r.est
-	r.t.lastLaunch = n.now
-	r.t.busyUntil = g.lpBusyUntil
-	n.noteForeignLaunch(r.t)
-}
-
-// revokeCredit takes back every waiter's unused credit when the holders
-// return, and frees the time reserved for it.
-func (n *Node) revokeCredit(g *gpu) {
-	for _, t := range g.tasks {
-		if t.role == RoleWaiter && t.credit > 0 {
-			g.reservedNs = maxi(0, g.reservedNs-int64(t.credit)*n.perCredit(t))
-			n.stats.Revoked += uint64(t.credit)
-			t.credit = 0
-			n.out.States = append(n.out.States, StateChange{Task: t.id, Role: t.role, Phase: t.phase})
-		}
-	}
-}
-
-// meanJCT is the holder's typical run time: observed in the sharing phase,
-// else measured while profiling.
-func (t *task) meanJCT() int64 {
-	if t.jct > 0 {
-		return t.jct
-	}
-	if t.est != nil {
-		return t.est.MeanJCTNs
-	}
-	return 0
 }

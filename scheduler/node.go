@@ -54,7 +54,24 @@ func (n *Node) Step(ev Event) error {
 		if err != nil {
 			return err
 		}
-		n.notified(t, e.Seq, e.Kernel)
+		n.notified(t, e.Seq, e.Kernel, mini(e.Now, n.now))
+		n.schedule(t.gpu)
+		return nil
+	case LaunchesNotified:
+		t, err := n.seen(e.Task)
+		if err != nil {
+			return err
+		}
+		if len(e.Times) != len(e.Kernels) {
+			return fmt.Errorf("%w: %d kernels, %d times", ErrInvalid, len(e.Kernels), len(e.Times))
+		}
+		for i, k := range e.Kernels {
+			n.notified(t, e.Seq+uint32(i), k, mini(e.Times[i], n.now))
+		}
+		if len(e.Times) > 0 {
+			t.noteLag(n.now - mini(e.Times[len(e.Times)-1], n.now))
+		}
+		n.schedule(t.gpu)
 		return nil
 	case LaunchRequested:
 		t, err := n.seen(e.Task)

@@ -99,6 +99,7 @@ func (n *Node) runEnded(t *task, e RunEnded) {
 	if p := t.prof; p != nil {
 		commit := !p.dirty && t.inRun
 		out := p.b.EndRun(e.Run, e.Kernels, uint64(maxi(e.RunNs, 0)), commit)
+		n.out.Runs = append(n.out.Runs, RunVerdict{Task: t.id, Run: e.Run, Outcome: out.String(), Runs: p.runs()})
 		switch out {
 		case profiler.RunCommitted:
 			n.stats.RunsCommitted++
@@ -116,7 +117,7 @@ func (n *Node) runEnded(t *task, e RunEnded) {
 		}
 	}
 	if t.role == RoleHolder {
-		n.holderRunEnded(t)
+		n.holderRunEnded(t, e.RunNs)
 		return
 	}
 	t.inRun = false

@@ -39,6 +39,14 @@ type StateChange struct {
 	Credit uint32
 }
 
+// RunVerdict says what profiling did with one run of a task.
+type RunVerdict struct {
+	Task    TaskID
+	Run     uint32
+	Outcome string // "committed", "discarded" (it overlapped other work), "incomplete", "empty", "ignored"
+	Runs    int    // committed runs so far
+}
+
 // Ready is everything the core decided since the last call to Ready.
 type Ready struct {
 	Acks   []Ack
@@ -47,6 +55,8 @@ type Ready struct {
 	States []StateChange
 	// Profiles finished or advanced by profiling, for the daemon to persist.
 	Profiles []ProfileUpdate
+	// Runs are the verdicts on profiling runs (for logs).
+	Runs []RunVerdict
 	// Dropped tasks: silent past DeadAfter. The daemon forgets them.
 	Dropped []TaskID
 	// Deadline is when the core next wants a Tick (0: no deadline).
@@ -57,7 +67,7 @@ type Ready struct {
 // a decision).
 func (r *Ready) Empty() bool {
 	return len(r.Acks) == 0 && len(r.Grants) == 0 && len(r.Holds) == 0 &&
-		len(r.States) == 0 && len(r.Profiles) == 0 && len(r.Dropped) == 0
+		len(r.States) == 0 && len(r.Profiles) == 0 && len(r.Dropped) == 0 && len(r.Runs) == 0
 }
 
 // String renders the decisions one per line, as scenario tests show them.
@@ -74,6 +84,9 @@ func (r *Ready) String() string {
 	}
 	for _, h := range r.Holds {
 		fmt.Fprintf(&b, "hold task=%d seq=%d\n", h.Task, h.Seq)
+	}
+	for _, v := range r.Runs {
+		fmt.Fprintf(&b, "run task=%d run=%d %s runs=%d\n", v.Task, v.Run, v.Outcome, v.Runs)
 	}
 	for _, p := range r.Profiles {
 		fmt.Fprintf(&b, "profile task=%d key=%s runs=%d complete=%v\n", p.Task, p.Key, p.Runs, p.Complete)

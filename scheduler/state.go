@@ -35,6 +35,7 @@ type task struct {
 	runStart     int64
 	runEnd       int64 // time of the last RunEnd
 	runGap       int64 // learned gap from a run end to the next launch (0: unknown)
+	lag          int64 // how late its launch reports arrive (decaying max)
 	runGaps      [4]int64
 	runGapN      int
 	jct          int64 // EWMA of observed run times in the sharing phase

@@ -233,7 +233,8 @@ func (s *sim) launch(st *svcState) {
 	st.seq++
 	if s.core == nil || st.role == scheduler.RoleHolder || st.seq <= st.credLimit {
 		if s.core != nil {
-			s.toCore(s.now, scheduler.LaunchNotified{Now: s.now + int64(s.opts.NotifyLatency), Task: st.id,
+			// Reported with its launch time, arriving NotifyLatency later.
+			s.toCore(s.now, scheduler.LaunchNotified{Now: s.now, Task: st.id,
 				Seq: st.seq, Kernel: k.ID}, int64(s.opts.NotifyLatency))
 		}
 		s.enqueue(st)
