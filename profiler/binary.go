@@ -27,7 +27,7 @@ func (p *Profile) MarshalBinary() ([]byte, error) {
 	e.UseCompactInts(true)
 	w := &binWriter{e: e}
 	ks := p.SortedKernels()
-	w.arrayLen(11)
+	w.arrayLen(12)
 	w.uint(FormatVersion)
 	w.str(p.TaskKey)
 	w.str(p.GPU)
@@ -47,6 +47,17 @@ func (p *Profile) MarshalBinary() ([]byte, error) {
 		w.triple(k.Block)
 		w.dist(&k.Duration)
 		w.dist(&k.Gap)
+	}
+	// Element 12 (added within version 1: older readers skip it): the
+	// positional sequence, [seq_runs, [[id, duration_ns, gap_ns]…]].
+	w.arrayLen(2)
+	w.uint(uint64(p.SeqRuns))
+	w.arrayLen(len(p.Sequence))
+	for _, s := range p.Sequence {
+		w.arrayLen(3)
+		w.uint(s.ID)
+		w.do(w.e.EncodeFloat64(s.DurationNs))
+		w.do(w.e.EncodeFloat64(s.GapNs))
 	}
 	if w.err != nil {
 		return nil, fmt.Errorf("encode profile: %w", w.err)
@@ -163,7 +174,33 @@ func decodeBinary(data []byte) (*Profile, error) {
 		}
 		p.Kernels[k.ID] = k
 	}
-	r.skip(n - 11)
+	if n >= 12 && r.err == nil {
+		m := r.arrayLen()
+		if r.err == nil && m < 2 {
+			r.fail("sequence array has %d elements, want 2", m)
+		}
+		p.SeqRuns = uint32(r.uint(math.MaxUint32))
+		ns := r.arrayLen()
+		if r.err == nil && ns > MaxSequence {
+			r.fail("sequence of %d kernels", ns)
+		}
+		if ns > 0 && r.err == nil {
+			p.Sequence = make([]SeqKernel, 0, ns)
+		}
+		for i := 0; i < ns && r.err == nil; i++ {
+			e := r.arrayLen()
+			if r.err == nil && e < 3 {
+				r.fail("sequence entry has %d elements, want 3", e)
+			}
+			s := SeqKernel{ID: r.uint(math.MaxUint64), DurationNs: r.float(), GapNs: r.float()}
+			r.skip(e - 3)
+			p.Sequence = append(p.Sequence, s)
+		}
+		r.skip(m - 2)
+		r.skip(n - 12)
+	} else {
+		r.skip(n - 11)
+	}
 	if r.err != nil {
 		return nil, r.err
 	}

@@ -308,6 +308,7 @@ func (b *Builder) fold(recs []Record, runNs uint64) {
 			p.Gap.add(r.GapNs)
 		}
 	}
+	foldSequence(p, recs)
 	p.RunTime.add(runNs)
 	p.RunTime.refresh()
 	p.Duration.refresh()
@@ -316,5 +317,43 @@ func (b *Builder) fold(recs []Record, runNs uint64) {
 	if p.Runs >= p.TargetRuns {
 		p.Phase = PhaseSharing
 		b.pending = nil
+	}
+}
+
+// foldSequence adds a committed run to the positional sequence: the first
+// run sets the order, later runs in the same order update each position's
+// means, runs in another order are left out.
+func foldSequence(p *Profile, recs []Record) {
+	if len(recs) == 0 || len(recs) > MaxSequence {
+		return
+	}
+	gap := func(r Record) float64 {
+		if r.Flags&FlagGapSpansRunEnd != 0 {
+			return 0
+		}
+		return float64(r.GapNs)
+	}
+	if p.SeqRuns == 0 {
+		p.Sequence = make([]SeqKernel, len(recs))
+		for i, r := range recs {
+			p.Sequence[i] = SeqKernel{ID: r.KernelID, DurationNs: float64(r.DurationNs), GapNs: gap(r)}
+		}
+		p.SeqRuns = 1
+		return
+	}
+	if len(recs) != len(p.Sequence) {
+		return
+	}
+	for i, r := range recs {
+		if p.Sequence[i].ID != r.KernelID {
+			return
+		}
+	}
+	p.SeqRuns++
+	n := float64(p.SeqRuns)
+	for i, r := range recs {
+		s := &p.Sequence[i]
+		s.DurationNs += (float64(r.DurationNs) - s.DurationNs) / n
+		s.GapNs += (gap(r) - s.GapNs) / n
 	}
 }

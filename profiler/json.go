@@ -28,6 +28,20 @@ type jsonProfile struct {
 	Duration      jsonDist     `json:"duration"`
 	Gap           jsonDist     `json:"gap"`
 	Kernels       []jsonKernel `json:"kernels"`
+	Sequence      *jsonSeq     `json:"sequence,omitempty"`
+}
+
+// jsonSeq is the positional sequence: the kernel at each position of a run
+// with its mean duration and following gap.
+type jsonSeq struct {
+	Runs    uint32       `json:"runs"`
+	Kernels []jsonSeqPos `json:"kernels"`
+}
+
+type jsonSeqPos struct {
+	ID         string  `json:"id"`
+	DurationNs float64 `json:"duration_ns"`
+	GapNs      float64 `json:"gap_ns"`
 }
 
 type jsonKernel struct {
@@ -98,6 +112,12 @@ func (p *Profile) MarshalJSON() ([]byte, error) {
 			ID: FormatKernelID(k.ID), Name: k.Name, Grid: k.Grid, Block: k.Block,
 			Duration: toJSONDist(&k.Duration), Gap: toJSONDist(&k.Gap),
 		})
+	}
+	if len(p.Sequence) > 0 {
+		j.Sequence = &jsonSeq{Runs: p.SeqRuns, Kernels: make([]jsonSeqPos, len(p.Sequence))}
+		for i, s := range p.Sequence {
+			j.Sequence.Kernels[i] = jsonSeqPos{ID: FormatKernelID(s.ID), DurationNs: s.DurationNs, GapNs: s.GapNs}
+		}
 	}
 	return json.Marshal(&j)
 }
@@ -184,6 +204,22 @@ func decodeJSON(r io.Reader) (*Profile, error) {
 			return nil, err
 		}
 		p.Kernels[id] = k
+	}
+	if j.Sequence != nil {
+		if len(j.Sequence.Kernels) > MaxSequence {
+			return nil, fmt.Errorf("sequence of %d kernels: %w", len(j.Sequence.Kernels), ErrInvalid)
+		}
+		p.SeqRuns = j.Sequence.Runs
+		if len(j.Sequence.Kernels) > 0 {
+			p.Sequence = make([]SeqKernel, len(j.Sequence.Kernels))
+		}
+		for i, s := range j.Sequence.Kernels {
+			id, err := ParseKernelID(s.ID)
+			if err != nil {
+				return nil, fmt.Errorf("sequence position %d: %w", i, err)
+			}
+			p.Sequence[i] = SeqKernel{ID: id, DurationNs: s.DurationNs, GapNs: s.GapNs}
+		}
 	}
 	if err := ValidateProfile(p); err != nil {
 		return nil, err

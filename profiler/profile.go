@@ -190,7 +190,25 @@ type Profile struct {
 
 	// Kernels maps kernel ID to its statistics.
 	Kernels map[uint64]*KernelStats
+
+	// Sequence is the kernel order of the profile's runs, with each
+	// position's mean duration and following gap, when runs repeat one order
+	// (inference does): what lets a scheduler predict a task's next kernels
+	// from its position in a run. It averages SeqRuns committed runs, those
+	// in the order of the first; runs in another order are left out of it.
+	Sequence []SeqKernel
+	SeqRuns  uint32
 }
+
+// SeqKernel is one position of a Profile's Sequence.
+type SeqKernel struct {
+	ID         uint64
+	DurationNs float64 // mean duration at this position
+	GapNs      float64 // mean idle gap to the next position (0 for the last)
+}
+
+// MaxSequence bounds the run length a Sequence is kept for.
+const MaxSequence = 1 << 16
 
 // NewProfile returns an empty profile in the profiling phase.
 func NewProfile(taskKey, gpu string, targetRuns uint32) *Profile {
@@ -253,5 +271,12 @@ func (p *Profile) Clone() *Profile {
 		kc.Gap = k.Gap.clone()
 		c.Kernels[id] = &kc
 	}
+	c.Sequence = append([]SeqKernel(nil), p.Sequence...)
 	return &c
+}
+
+// StableSequence reports whether the Sequence describes the task's runs: at
+// least two runs, and at least half of the committed ones, had its order.
+func (p *Profile) StableSequence() bool {
+	return len(p.Sequence) > 0 && p.SeqRuns >= 2 && 2*p.SeqRuns >= p.Runs
 }

@@ -78,6 +78,9 @@ func ValidateProfile(p *Profile) error {
 		return fmt.Errorf("task totals %d/%d disagree with kernels %d/%d: %w",
 			p.Duration.Count, p.Gap.Count, durations, gaps, ErrInvalid)
 	}
+	if err := validateSequence(p); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -120,3 +123,23 @@ func (p *Profile) refresh() {
 		k.Gap.refresh()
 	}
 }
+
+// validateSequence: a sequence exists exactly when it averages runs, no more
+// runs than committed; its kernels are the profile's; its means are finite
+// and non-negative.
+func validateSequence(p *Profile) error {
+	if (len(p.Sequence) == 0) != (p.SeqRuns == 0) || p.SeqRuns > p.Runs || len(p.Sequence) > MaxSequence {
+		return fmt.Errorf("sequence of %d kernels over %d of %d runs: %w", len(p.Sequence), p.SeqRuns, p.Runs, ErrInvalid)
+	}
+	for i, s := range p.Sequence {
+		if _, ok := p.Kernels[s.ID]; !ok {
+			return fmt.Errorf("sequence position %d: unknown kernel %016x: %w", i, s.ID, ErrInvalid)
+		}
+		if !finiteNonNeg(s.DurationNs) || !finiteNonNeg(s.GapNs) {
+			return fmt.Errorf("sequence position %d: %w", i, ErrInvalid)
+		}
+	}
+	return nil
+}
+
+func finiteNonNeg(v float64) bool { return v >= 0 && !math.IsInf(v, 0) && !math.IsNaN(v) }
