@@ -135,7 +135,7 @@ func lpInsideHP(hp []replayRun, segs []timelineRec, hpOnly map[string]bool) (ins
 	if to <= from {
 		return 0, 0
 	}
-	hpPid := pidOf(segs, hpOnly)
+	hpPid := pidOf(segs, hpOnly, from, to)
 	var lpTotal, lpIn, hpBusy int64
 	for _, s := range segs {
 		a, b := max(s.StartNs, from), min(s.EndNs, to)
@@ -163,12 +163,13 @@ func lpInsideHP(hp []replayRun, segs []timelineRec, hpOnly map[string]bool) (ins
 	return inside, fill
 }
 
-// pidOf finds the high-priority process: the one that ran most kernels
-// whose names only its trace has.
-func pidOf(segs []timelineRec, hpOnly map[string]bool) int {
+// pidOf finds the high-priority process within [from, to] (the timeline
+// holds every phase's processes): the one that ran most kernels there whose
+// names only its trace has.
+func pidOf(segs []timelineRec, hpOnly map[string]bool, from, to int64) int {
 	votes := map[int]int{}
 	for _, s := range segs {
-		if hpOnly[s.Name] {
+		if hpOnly[s.Name] && s.StartNs >= from && s.EndNs <= to {
 			votes[s.Pid]++
 		}
 	}

@@ -120,6 +120,14 @@ func (f *fakeSched) serve() {
 		case *udp.LaunchNotify:
 			task = m.TaskID
 			f.launches++
+		case *udp.LaunchBatch:
+			task = m.TaskID
+			for range m.Launches {
+				f.launches++
+				if f.policy.ForgetAt > 0 && f.launches == f.policy.ForgetAt {
+					clear(f.known)
+				}
+			}
 		case *udp.LaunchRequest:
 			task = m.TaskID
 			f.launches++
@@ -175,14 +183,18 @@ type taskLaunch struct {
 	Request  bool
 }
 
-// launchesByTask groups LaunchNotify and LaunchRequest per task ID, in seq
-// order.
+// launchesByTask groups LaunchNotify, LaunchBatch and LaunchRequest per task
+// ID, in seq order.
 func launchesByTask(msgs []recvd) map[uint32][]taskLaunch {
 	out := map[uint32][]taskLaunch{}
 	for _, r := range msgs {
 		switch m := r.Msg.(type) {
 		case *udp.LaunchNotify:
 			out[m.TaskID] = append(out[m.TaskID], taskLaunch{m.Seq, m.KernelID, false})
+		case *udp.LaunchBatch:
+			for i, l := range m.Launches {
+				out[m.TaskID] = append(out[m.TaskID], taskLaunch{m.Seq + uint32(i), l.KernelID, false})
+			}
 		case *udp.LaunchRequest:
 			out[m.TaskID] = append(out[m.TaskID], taskLaunch{m.Seq, m.KernelID, true})
 		}

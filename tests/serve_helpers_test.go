@@ -95,6 +95,7 @@ type replaySpec struct {
 	warmup   int
 	cpuNs    int64
 	interval time.Duration
+	postNs   int64 // host time after each run (a service answering its request)
 	// hooked: under `fikit run` with this priority and task key.
 	hooked bool
 	prio   int
@@ -111,6 +112,9 @@ func (s replaySpec) command(t testing.TB) (string, []string) {
 	}
 	if s.interval > 0 {
 		args = append(args, "--interval", s.interval.String())
+	}
+	if s.postNs > 0 {
+		args = append(args, "--post-ns", strconv.FormatInt(s.postNs, 10))
 	}
 	if !s.hooked {
 		return bins[1], args
@@ -159,6 +163,9 @@ func ms(ns int64) string { return fmt.Sprintf("%.3f ms", float64(ns)/1e6) }
 
 // timelineOf returns the timeline path a test's replays write to.
 func timelineOf(t testing.TB) string { return filepath.Join(t.TempDir(), "timeline.jsonl") }
+
+// Stderr is what the process has written to standard error so far.
+func (p *proc) Stderr() string { return p.stderr.String() }
 
 // KillGroup kills the process and its children (`fikit run` and the
 // service it started) and waits for it.
