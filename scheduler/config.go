@@ -47,6 +47,10 @@ type Config struct {
 	// GapEWMA, if > 0, is the weight of the newest observation in the online
 	// correction of per-kernel gap predictions; 0 disables the correction.
 	GapEWMA float64
+	// Positional predicts from a kernel's position in its run (the
+	// profile's sequence) when the profile has one, rather than from its
+	// kernel ID alone (the paper's SK/SG); false: by kernel ID only.
+	Positional bool
 }
 
 // DefaultConfig returns the defaults documented in docs/scheduler.md.
@@ -68,6 +72,7 @@ func DefaultConfig() Config {
 		ProfileRuns:       100,
 		MaxCredit:         64,
 		GapEWMA:           0,
+		Positional:        true,
 	}
 }
 

@@ -1,19 +1,56 @@
 package scheduler
 
 // This file is credit: launches a waiter may make without asking, and the
-// GPU time reserved for them.
+// GPU time reserved for them. Credit given with a grant of launch seq covers
+// seq+1, seq+2, …; each credited launch reserves its expected duration (by
+// its position in the run when the profile knows the kernel order), and the
+// reservation turns into predicted work when the launch is reported.
 
-// creditFor is how many more launches of t fit room without asking.
-func (n *Node) creditFor(t *task, room int64) uint32 {
-	if n.cfg.MaxCredit == 0 || room <= 0 {
-		return 0
+// creditFor returns the expected durations of the launches after seq that
+// fit room, at most MaxCredit of them (nil: no credit).
+func (n *Node) creditFor(t *task, seq uint32, room int64) []int64 {
+	var ds []int64
+	for len(ds) < n.cfg.MaxCredit {
+		d := n.upcoming(t, seq+uint32(len(ds))+1)
+		if d > room {
+			break
+		}
+		room -= d
+		ds = append(ds, d)
 	}
-	per := n.perCredit(t)
-	c := room / per
-	if c > int64(n.cfg.MaxCredit) {
-		c = int64(n.cfg.MaxCredit)
+	return ds
+}
+
+// reserve gives t credit for launches expected to take ds.
+func (n *Node) reserve(t *task, ds []int64) {
+	for _, d := range ds {
+		t.resv = append(t.resv, d)
+		t.resvSum += d
+		t.gpu.reservedNs += d
 	}
-	return uint32(c)
+	t.credit += uint32(len(ds))
+	n.stats.Credited += uint64(len(ds))
+}
+
+// useCredit: t made its next credited launch; its reservation is released
+// (the launch itself is accounted as predicted work).
+func (n *Node) useCredit(t *task) {
+	if len(t.resv) == 0 {
+		return
+	}
+	d := t.resv[0]
+	t.resv = t.resv[1:]
+	t.resvSum -= d
+	t.gpu.reservedNs = maxi(0, t.gpu.reservedNs-d)
+	t.credit--
+}
+
+// dropCredit forgets a task's unused credit and its reservation.
+func (n *Node) dropCredit(t *task) {
+	t.gpu.reservedNs = maxi(0, t.gpu.reservedNs-t.resvSum)
+	t.resv = t.resv[:0]
+	t.resvSum = 0
+	t.credit = 0
 }
 
 // topUp renews a waiter's credit while the current idle period or window
@@ -33,35 +70,28 @@ func (n *Node) topUp(t *task) {
 	default:
 		return
 	}
-	if g.waiting() > 0 || n.cfg.MaxCredit == 0 {
+	if g.waiting() > 0 || n.cfg.MaxCredit <= int(t.credit) {
 		return
 	}
-	per := n.perCredit(t)
-	k := room / per
-	if k > int64(n.cfg.MaxCredit)-int64(t.credit) {
-		k = int64(n.cfg.MaxCredit) - int64(t.credit)
+	ds := n.creditFor(t, t.seq+t.credit, room)
+	if max := n.cfg.MaxCredit - int(t.credit); len(ds) > max {
+		ds = ds[:max]
 	}
 	// Renew only when it matters: the new credit is at least half the total.
-	if k <= 0 || 2*k < int64(t.credit)+k {
+	k := uint32(len(ds))
+	if k == 0 || 2*k < t.credit+k {
 		return
 	}
-	g.reservedNs += k * per
-	t.credit += uint32(k)
-	n.stats.Credited += uint64(k)
+	n.reserve(t, ds)
 	n.stats.TopUps++
 	n.out.Grants = append(n.out.Grants, Grant{Task: t.id, Seq: t.seq, Credit: t.credit})
 }
 
-// grant lets request r go with credit further launches, reserving their
-// predicted time.
-func (n *Node) grant(r *request, credit uint32) {
+// grant lets request r go, with credit for launches expected to take ds.
+func (n *Node) grant(r *request, ds []int64) {
 	g := r.t.gpu
-	if credit > 0 {
-		g.reservedNs += int64(credit) * n.perCredit(r.t)
-		r.t.credit += credit
-		n.stats.Credited += uint64(credit)
-	}
-	n.out.Grants = append(n.out.Grants, Grant{Task: r.t.id, Seq: r.seq, Credit: credit})
+	n.reserve(r.t, ds)
+	n.out.Grants = append(n.out.Grants, Grant{Task: r.t.id, Seq: r.seq, Credit: uint32(len(ds))})
 	n.stats.Grants++
 	n.stats.GrantedNs += r.est
 	r.t.lastLaunch = n.now
@@ -74,9 +104,8 @@ func (n *Node) grant(r *request, credit uint32) {
 func (n *Node) revokeCredit(g *gpu) {
 	for _, t := range g.tasks {
 		if t.role == RoleWaiter && t.credit > 0 {
-			g.reservedNs = maxi(0, g.reservedNs-int64(t.credit)*n.perCredit(t))
 			n.stats.Revoked += uint64(t.credit)
-			t.credit = 0
+			n.dropCredit(t)
 			n.out.States = append(n.out.States, StateChange{Task: t.id, Role: t.role, Phase: t.phase})
 		}
 	}

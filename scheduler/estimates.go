@@ -10,10 +10,20 @@ type KernelEstimate struct {
 	HasGap bool  // false when every measured gap after it spanned a run end
 }
 
+// SeqEstimate is one position of a task's run.
+type SeqEstimate struct {
+	ID    uint64
+	DurNs int64 // mean duration at this position
+	GapNs int64 // mean gap after it (0 for a run's last kernel)
+}
+
 // Estimates is a task's profile reduced to what scheduling needs, so the
 // hot path does map lookups of plain integers only.
 type Estimates struct {
-	Kernels      map[uint64]KernelEstimate
+	Kernels map[uint64]KernelEstimate
+	// Seq is the run's kernel order when the profile found one (see
+	// profiler.Profile.StableSequence); nil otherwise.
+	Seq          []SeqEstimate
 	MeanNs       int64 // task-level mean kernel duration
 	P90Ns        int64 // task-level p90 kernel duration
 	TypicalGapNs int64 // task-level typical inter-kernel gap
@@ -28,6 +38,12 @@ func EstimatesFromProfile(p *profiler.Profile) *Estimates {
 		P90Ns:        int64(p.P90Duration()),
 		TypicalGapNs: int64(p.TypicalGap()),
 		MeanJCTNs:    int64(p.MeanJCT()),
+	}
+	if p.StableSequence() {
+		e.Seq = make([]SeqEstimate, len(p.Sequence))
+		for i, s := range p.Sequence {
+			e.Seq[i] = SeqEstimate{ID: s.ID, DurNs: int64(s.DurationNs), GapNs: int64(s.GapNs)}
+		}
 	}
 	for id, k := range p.Kernels {
 		e.Kernels[id] = KernelEstimate{

@@ -10,15 +10,15 @@ func (n *Node) notified(t *task, seq uint32, kernel uint64, at int64) {
 	n.countSeq(t, seq)
 	n.noteForeignLaunch(t)
 	if t.role == RoleHolder {
-		n.holderLaunch(t, kernel, at)
+		n.holderLaunch(t, kernel, at, seq)
 		return
 	}
 	g := t.gpu
+	n.waiterRunStart(t, seq)
 	if t.credit > 0 {
 		// The launch turns its reservation into predicted work.
-		t.credit--
-		g.reservedNs = maxi(0, g.reservedNs-n.perCredit(t))
-		g.lpBusyUntil = maxi(g.lpBusyUntil, at) + n.meanDuration(t, kernel)
+		n.useCredit(t)
+		g.lpBusyUntil = maxi(g.lpBusyUntil, at) + n.launched(t, kernel, seq)
 		n.topUp(t)
 	} else {
 		// A fail-open launch, or one the hook made before it learned its
@@ -29,11 +29,12 @@ func (n *Node) notified(t *task, seq uint32, kernel uint64, at int64) {
 	}
 	t.lastLaunch = at
 	t.busyUntil = g.lpBusyUntil
-	n.waiterRunStart(t)
 }
 
-// waiterRunStart starts a waiter's run at its first launch after a run end.
-func (n *Node) waiterRunStart(t *task) {
+// waiterRunStart starts a waiter's run at its first launch (seq) after a run
+// end.
+func (n *Node) waiterRunStart(t *task, seq uint32) {
+	t.anchorRun(seq)
 	if !t.inRun {
 		t.inRun = true
 		t.runStart = n.now
@@ -55,7 +56,7 @@ func (n *Node) requested(t *task, seq uint32, kernel uint64) {
 		n.noteForeignLaunch(t)
 		n.out.Grants = append(n.out.Grants, Grant{Task: t.id, Seq: seq})
 		n.stats.Grants++
-		n.holderLaunch(t, kernel, n.now)
+		n.holderLaunch(t, kernel, n.now, seq)
 		n.schedule(g)
 		return
 	}
@@ -65,9 +66,9 @@ func (n *Node) requested(t *task, seq uint32, kernel uint64) {
 		}
 	}
 	t.lastActive = n.now
-	n.waiterRunStart(t)
+	n.waiterRunStart(t, seq)
 	g.queues[t.prio] = append(g.queues[t.prio], &request{
-		t: t, seq: seq, kernel: kernel, est: n.estimate(t, kernel), arrived: n.now, lastHold: n.now,
+		t: t, seq: seq, kernel: kernel, est: n.estimateAt(t, kernel, seq), arrived: n.now, lastHold: n.now,
 	})
 	n.schedule(g)
 }
@@ -93,9 +94,10 @@ func (n *Node) holderPrio(g *gpu) uint8 {
 	return 10
 }
 
-// holderLaunch updates the predictions after a holder launched kernel k at
-// time now (its launch time, possibly before the core's current time).
-func (n *Node) holderLaunch(h *task, k uint64, now int64) {
+// holderLaunch updates the predictions after a holder launched kernel k as
+// seq at time now (its launch time, possibly before the core's current
+// time).
+func (n *Node) holderLaunch(h *task, k uint64, now int64, seq uint32) {
 	g := h.gpu
 	if h.predicted > 0 {
 		// Compare device-side: the kernel starts when it arrives or when
@@ -122,8 +124,12 @@ func (n *Node) holderLaunch(h *task, k uint64, now int64) {
 		w := n.cfg.GapEWMA
 		h.gapCorr[h.lastKernel] = int64((1-w)*float64(prev) + w*float64(actual))
 	}
+	h.anchorRun(seq)
 	if !h.inRun {
 		h.inRun = true
+		if h.runStart > 0 {
+			h.learnRunEvery(now - h.runStart)
+		}
 		h.runStart = now
 		if h.runEnd > 0 {
 			h.learnRunGap(now - h.runEnd)
@@ -150,10 +156,10 @@ func (n *Node) holderLaunch(h *task, k uint64, now int64) {
 	start := maxi(now, h.busyUntil)
 	// Low-priority work granted earlier runs first; the switch back is paid.
 	start = maxi(start, g.lpBusyUntil)
-	h.busyUntil = start + n.duration(h, k)
+	dur, gap, hasGap := n.holderKernel(h, k, seq)
+	h.busyUntil = start + dur
 	h.nextLaunch, h.predicted = 0, 0
-	if ke, ok := h.est.kernel(k); ok && ke.HasGap {
-		gap := n.gapOf(h, k)
+	if hasGap {
 		h.predicted = h.busyUntil + gap
 		if gap >= n.cfg.MinGap {
 			h.nextLaunch = h.predicted
@@ -177,9 +183,18 @@ func (n *Node) holderRunEnded(h *task, runNs int64) {
 	h.inRun = false
 	h.runEnd = end
 	h.nextLaunch = 0
-	if h.runGap >= n.cfg.MinGap && h.runGapN > 0 {
-		h.nextLaunch = end + h.runGap
-		h.busyUntil = mini(h.busyUntil, end)
+	// The next run starts after the learned gap, or one learned interval
+	// after this run's start, whichever is sooner: a run that ran long
+	// leaves a shorter gap before a request that arrives on a clock.
+	if h.runGapN > 0 {
+		next := end + h.runGap
+		if h.runStartN > 0 {
+			next = mini(next, h.runStart+h.runEvery)
+		}
+		if next-end >= n.cfg.MinGap {
+			h.nextLaunch = next
+			h.busyUntil = mini(h.busyUntil, end)
+		}
 	}
 	n.updateWindow(h.gpu)
 	n.schedule(h.gpu)
@@ -363,8 +378,7 @@ func (n *Node) fillWindow(g *gpu) {
 			g.lpInWindow = true
 		}
 		g.lpBusyUntil = start - g.reservedNs + r.est
-		credit := n.creditFor(r.t, w.end-g.lpBusyUntil-g.reservedNs)
-		n.grant(r, credit)
+		n.grant(r, n.creditFor(r.t, r.seq, w.end-g.lpBusyUntil-g.reservedNs))
 	}
 }
 
@@ -379,8 +393,7 @@ func (n *Node) fillIdle(g *gpu) {
 			return
 		}
 		g.lpBusyUntil = maxi(g.lpBusyUntil, n.now) + r.est
-		credit := n.creditFor(r.t, g.idleCap-(g.lpBusyUntil-n.now)-g.reservedNs)
-		n.grant(r, credit)
+		n.grant(r, n.creditFor(r.t, r.seq, g.idleCap-(g.lpBusyUntil-n.now)-g.reservedNs))
 	}
 }
 

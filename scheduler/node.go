@@ -239,7 +239,7 @@ func (n *Node) electHolders(g *gpu, quiet *task) {
 			// Nothing of a holder waits: let its queued launches go.
 			for _, r := range g.queues[t.prio] {
 				if r.t == t {
-					n.grant(r, 0)
+					n.grant(r, nil)
 				}
 			}
 			n.dequeueTask(g, t)
@@ -253,14 +253,6 @@ func (n *Node) electHolders(g *gpu, quiet *task) {
 		}
 	}
 	n.updateWindow(g)
-}
-
-// dropCredit forgets a task's unused credit and its reservation.
-func (n *Node) dropCredit(t *task) {
-	if t.credit > 0 {
-		t.gpu.reservedNs = maxi(0, t.gpu.reservedNs-int64(t.credit)*n.perCredit(t))
-		t.credit = 0
-	}
 }
 
 func (n *Node) dequeueTask(g *gpu, t *task) {

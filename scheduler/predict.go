@@ -2,6 +2,20 @@ package scheduler
 
 // This file holds the core's predictions of kernel durations and gaps.
 
+// holderKernel predicts a holder's kernel k launched as seq: its duration
+// and the idle gap after it (hasGap false when none is known, or the next
+// thing is the run's end). By position when the profile's sequence has k
+// there — a kernel's gap depends on where in the run it is — else by kernel
+// ID (the paper's SK and SG).
+func (n *Node) holderKernel(h *task, k uint64, seq uint32) (dur, gap int64, hasGap bool) {
+	if s, ok := n.seqAt(h, seq, k); ok {
+		p := n.position(h, seq)
+		return s.DurNs, s.GapNs, p < len(h.est.Seq)-1
+	}
+	ke, ok := h.est.kernel(k)
+	return n.duration(h, k), n.gapOf(h, k), ok && ke.HasGap
+}
+
 // gapOf is SG[k] for holder h, corrected online when enabled.
 func (n *Node) gapOf(h *task, k uint64) int64 {
 	if c, ok := h.gapCorr[k]; ok {
@@ -31,14 +45,64 @@ func (n *Node) meanDuration(t *task, k uint64) int64 {
 	return n.estimate(t, k)
 }
 
-// perCredit is the GPU time reserved for one launch on credit, whose kernel
-// is not known yet: the task's mean kernel duration. Each credited launch
-// then accounts its own kernel's mean.
-func (n *Node) perCredit(t *task) int64 {
-	if t.est != nil && t.est.MeanNs > 0 {
-		return t.est.MeanNs
+// position is where launch seq falls in t's run by its profile's sequence
+// (runs repeat one kernel order, so the arithmetic holds across runs), or
+// -1 when unknown.
+func (n *Node) position(t *task, seq uint32) int {
+	if !n.cfg.Positional || t.est == nil || len(t.est.Seq) == 0 || t.runStartSeq == 0 {
+		return -1
+	}
+	l := int64(len(t.est.Seq))
+	return int(((int64(int32(seq-t.runStartSeq)) % l) + l) % l)
+}
+
+// anchorRun notes the first launch the core sees of a task as the start of
+// its run; after that, run ends move the anchor (see runEnded). Arrival
+// order does not matter: a waiter's requests may overtake its run-end
+// report, which goes through the hook's sender.
+func (t *task) anchorRun(seq uint32) {
+	if t.runStartSeq == 0 {
+		t.runStartSeq = seq
+	}
+}
+
+// seqAt is the profile's estimate for kernel k launched as seq, when the
+// sequence has k at that position.
+func (n *Node) seqAt(t *task, seq uint32, k uint64) (SeqEstimate, bool) {
+	p := n.position(t, seq)
+	if p < 0 || t.est.Seq[p].ID != k {
+		return SeqEstimate{}, false
+	}
+	return t.est.Seq[p], true
+}
+
+// upcoming is the expected duration of t's launch seq whose kernel is not
+// known yet: its position's in the sequence, else the task's p90 (credit
+// sized by the mean of kernels as varied as a transformer's lets a few long
+// ones overrun the room it was given).
+func (n *Node) upcoming(t *task, seq uint32) int64 {
+	if p := n.position(t, seq); p >= 0 {
+		return maxi(t.est.Seq[p].DurNs, 1)
 	}
 	return n.estimate(t, 0)
+}
+
+// launched is the expected duration of t's kernel k launched as seq.
+func (n *Node) launched(t *task, k uint64, seq uint32) int64 {
+	if s, ok := n.seqAt(t, seq, k); ok {
+		return s.DurNs
+	}
+	return n.meanDuration(t, k)
+}
+
+// estimateAt is the conservative duration of a waiting launch seq of k: its
+// position's mean when the sequence knows it (a precise prediction), else
+// estimate.
+func (n *Node) estimateAt(t *task, k uint64, seq uint32) int64 {
+	if s, ok := n.seqAt(t, seq, k); ok {
+		return s.DurNs
+	}
+	return n.estimate(t, k)
 }
 
 // estimate is the conservative duration of a waiting kernel: its p90, else
@@ -71,6 +135,20 @@ func (t *task) learnRunGap(observed int64) {
 	t.runGap = t.runGaps[0]
 	for _, v := range t.runGaps[:t.runGapN] {
 		t.runGap = mini(t.runGap, v)
+	}
+}
+
+// learnRunEvery keeps a conservative estimate of the interval between a
+// holder's run starts: the least of the recent observations.
+func (t *task) learnRunEvery(observed int64) {
+	copy(t.runStarts[1:], t.runStarts[:len(t.runStarts)-1])
+	t.runStarts[0] = observed
+	if t.runStartN < len(t.runStarts) {
+		t.runStartN++
+	}
+	t.runEvery = t.runStarts[0]
+	for _, v := range t.runStarts[:t.runStartN] {
+		t.runEvery = mini(t.runEvery, v)
 	}
 }
 

@@ -84,6 +84,10 @@ func (n *Node) kernelInfo(t *task, e KernelInfoReceived) {
 // runEnded closes a run: a profiling task commits or discards it, a holder's
 // GPU may open an inter-run window.
 func (n *Node) runEnded(t *task, e RunEnded) {
+	if t.runStartSeq != 0 && e.Kernels > 0 {
+		// The next run starts right after this one's launches.
+		t.runStartSeq += e.Kernels
+	}
 	if !t.inRun {
 		// A run whose launches the core never saw (notifications lost, or
 		// launched before registration): nothing to attribute.

@@ -174,6 +174,8 @@ func (h *harness) setConfig(t *testing.T, k, v string) {
 	case "ewma":
 		f, _ := strconv.ParseFloat(v, 64)
 		c.GapEWMA = f
+	case "positional":
+		c.Positional = v == "true"
 	default:
 		t.Fatalf("unknown config key %q", k)
 	}
@@ -181,7 +183,9 @@ func (h *harness) setConfig(t *testing.T, k, v string) {
 
 // buildProfile makes a complete profile from a scenario's description:
 // `profile name=A jct=4ms p90=20us typical_gap=10us` with one line per kernel
-// `<id> mean=… p90=… gap=…` (gap omitted: every gap spanned a run end).
+// `<id> mean=… p90=… gap=…` (gap omitted: every gap spanned a run end), and
+// optionally the run's kernel order, one line per position
+// `@ <id> dur=… gap=…`.
 func buildProfile(t *testing.T, args map[string]string, input string) *profiler.Profile {
 	p := profiler.NewProfile(args["name"], "sim", 100)
 	p.Phase = profiler.PhaseSharing
@@ -194,6 +198,22 @@ func buildProfile(t *testing.T, args map[string]string, input string) *profiler.
 			continue
 		}
 		f := strings.Fields(line)
+		if f[0] == "@" {
+			id, _ := strconv.ParseUint(f[1], 10, 64)
+			s := profiler.SeqKernel{ID: id}
+			for _, kv := range f[2:] {
+				key, val, _ := strings.Cut(kv, "=")
+				switch key {
+				case "dur":
+					s.DurationNs = float64(dur(t, val))
+				case "gap":
+					s.GapNs = float64(dur(t, val))
+				}
+			}
+			p.Sequence = append(p.Sequence, s)
+			p.SeqRuns = p.Runs
+			continue
+		}
 		id, err := strconv.ParseUint(f[0], 10, 64)
 		if err != nil {
 			t.Fatalf("kernel id %q: %v", f[0], err)

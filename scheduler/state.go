@@ -20,6 +20,14 @@ type task struct {
 	registered int64
 	lastKernel uint64
 	seq        uint32
+	// runStartSeq is the seq of the current (or next) run's first launch:
+	// a launch's position in its run is its seq minus this, modulo the
+	// run's length.
+	runStartSeq uint32
+	// resv is the GPU time reserved for each outstanding credited launch,
+	// in launch order (len(resv) == credit); resvSum their sum.
+	resv    []int64
+	resvSum int64
 	lostSeq    uint64 // launches whose notification never arrived
 
 	est *Estimates
@@ -38,6 +46,12 @@ type task struct {
 	lag          int64 // how late its launch reports arrive (decaying max)
 	runGaps      [4]int64
 	runGapN      int
+	// runEvery is the least recent interval between run starts (0:
+	// unknown): services whose requests arrive on a clock start runs
+	// periodically whatever their runs' lengths.
+	runEvery  int64
+	runStarts [4]int64
+	runStartN int
 	jct          int64 // EWMA of observed run times in the sharing phase
 	delayUsed    int64 // expected delay charged to the current (or next) run
 	delayPending int64 // charged between runs, moves to the next run

@@ -129,6 +129,18 @@ static void *fake_main(void *arg)
 			int64_t seq = mp_uint(&p, end);
 			if (seq > 0 && (size_t)seq < f->cap && !f->recv_ns[seq])
 				f->recv_ns[seq] = t;
+		} else if (type == 14) { /* LaunchBatch: launches seq, seq+1, … arrived now */
+			mp_uint(&p, end);
+			int64_t seq = mp_uint(&p, end);
+			mp_uint(&p, end); /* base_ns */
+			int64_t n = -1;
+			if (p < end && (*p & 0xf0) == 0x90)
+				n = *p++ & 0x0f;
+			else if (p + 3 <= end && *p == 0xdc)
+				n = (int64_t)p[1] << 8 | p[2], p += 3;
+			for (int64_t i = 0; seq > 0 && i < n; i++)
+				if ((size_t)(seq + i) < f->cap && !f->recv_ns[seq + i])
+					f->recv_ns[seq + i] = t;
 		}
 	}
 	return NULL;

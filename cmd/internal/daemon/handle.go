@@ -37,7 +37,7 @@ func (s *Server) handle(b []byte, src netip.AddrPort) {
 		s.step(scheduler.LaunchNotified{Now: now, Task: scheduler.TaskID(m.TaskID), Seq: m.Seq, Kernel: m.KernelID}, src)
 	case *udp.LaunchBatch:
 		if s.debug && len(m.Launches) > 0 {
-			s.log.Debug("launches", "t_us", (now-s.start)/1000, "task", m.TaskID, "seq", m.Seq, "n", len(m.Launches),
+			s.log.Debug("launches", "t_us", now/1000, "task", m.TaskID, "seq", m.Seq, "n", len(m.Launches),
 				"lag_us", (now-launchTime(int64(m.BaseNS)+int64(m.Launches[len(m.Launches)-1].OffsetNS), now))/1000)
 		}
 		ev := scheduler.LaunchesNotified{Now: now, Task: scheduler.TaskID(m.TaskID), Seq: m.Seq,
@@ -56,7 +56,7 @@ func (s *Server) handle(b []byte, src netip.AddrPort) {
 	case *udp.LaunchRequest:
 		id := scheduler.TaskID(m.TaskID)
 		if s.debug {
-			s.log.Debug("request", "t_us", (now-s.start)/1000, "task", id, "seq", m.Seq)
+			s.log.Debug("request", "t_us", now/1000, "task", id, "seq", m.Seq)
 		}
 		if ta := s.tasks[id]; ta != nil {
 			ta.reqs[m.Seq] = src
@@ -76,7 +76,7 @@ func (s *Server) handle(b []byte, src netip.AddrPort) {
 			Info: profiler.KernelInfo{ID: m.KernelID, Name: m.Name, Grid: m.Grid, Block: m.Block}}, src)
 	case *udp.RunEnd:
 		if s.debug {
-			s.log.Debug("run end", "t_us", (now-s.start)/1000, "task", m.TaskID, "run", m.Run, "kernels", m.Kernels, "run_us", m.RunNS/1000)
+			s.log.Debug("run end", "t_us", now/1000, "task", m.TaskID, "run", m.Run, "kernels", m.Kernels, "run_us", m.RunNS/1000)
 		}
 		s.step(scheduler.RunEnded{Now: now, Task: scheduler.TaskID(m.TaskID), Run: m.Run, Kernels: m.Kernels,
 			RunNs: int64(min(m.RunNS, uint64(1)<<62))}, src)
@@ -246,7 +246,7 @@ func (s *Server) flush() {
 // logDecisions logs every decision at debug level (one line each: meant for
 // following a scheduling problem, not for production volumes).
 func (s *Server) logDecisions(r *scheduler.Ready) {
-	at := s.now() - s.start
+	at := s.now() // CLOCK_MONOTONIC, the clock of simgpu's timeline
 	for _, g := range r.Grants {
 		s.log.Debug("grant", "t_us", at/1000, "task", g.Task, "seq", g.Seq, "credit", g.Credit)
 	}
