@@ -28,7 +28,7 @@ type task struct {
 	// in launch order (len(resv) == credit); resvSum their sum.
 	resv    []int64
 	resvSum int64
-	lostSeq    uint64 // launches whose notification never arrived
+	lostSeq uint64 // launches whose notification never arrived
 
 	est *Estimates
 	// gapCorr holds online-corrected gap predictions (GapEWMA > 0).
@@ -38,20 +38,20 @@ type task struct {
 	busyUntil  int64 // predicted end of this task's launched device work
 	nextLaunch int64 // predicted time of its next launch (0: unknown)
 	// predicted is the prediction the next launch will be compared with.
-	predicted    int64
-	inRun        bool
-	runStart     int64
-	runEnd       int64 // time of the last RunEnd
-	runGap       int64 // learned gap from a run end to the next launch (0: unknown)
-	lag          int64 // how late its launch reports arrive (decaying max)
-	runGaps      [4]int64
-	runGapN      int
+	predicted int64
+	inRun     bool
+	runStart  int64
+	runEnd    int64 // time of the last RunEnd
+	runGap    int64 // learned gap from a run end to the next launch (0: unknown)
+	lag       int64 // how late its launch reports arrive (decaying max)
+	runGaps   [4]int64
+	runGapN   int
 	// runEvery is the least recent interval between run starts (0:
 	// unknown): services whose requests arrive on a clock start runs
 	// periodically whatever their runs' lengths.
-	runEvery  int64
-	runStarts [4]int64
-	runStartN int
+	runEvery     int64
+	runStarts    [4]int64
+	runStartN    int
 	jct          int64 // EWMA of observed run times in the sharing phase
 	delayUsed    int64 // expected delay charged to the current (or next) run
 	delayPending int64 // charged between runs, moves to the next run
