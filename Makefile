@@ -22,7 +22,7 @@ CFLAGS_BASE := -std=gnu11 -O2 -g -fPIC -D_GNU_SOURCE $(CWARN)
 GOTESTFLAGS ?=
 FUZZTIME    ?= 60s
 
-.PHONY: all fikit replay clean test test-go test-c test-e2e demo bench fuzz vet cuda-headers
+.PHONY: all fikit replay clean test test-go test-c test-e2e demo bench fuzz fuzz-brief fuzz-run vet cuda-headers
 all: fikit replay simgpu hook
 
 # Go commands that compile cmd/fikit-replay need the CUDA headers and link stub.
@@ -53,7 +53,7 @@ vet: cuda-headers
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
 # Unit tests in parallel; end-to-end tests one package at a time (they measure time).
-test: all vet test-c test-go test-e2e
+test: all vet test-c test-go fuzz-brief test-e2e
 
 test-go: all
 	$(GOCUDA) FIKIT_BIN=$(BIN) $(GO) test $(GOTESTFLAGS) $$($(GO) list ./... | grep -v /tests)
@@ -67,10 +67,24 @@ demo: all
 bench: all
 	$(BIN)/fikit bench
 
+# Every Go fuzz target: briefly in `make test` (FUZZ_BRIEF each), longer in
+# `make fuzz` (FUZZTIME each). Seed corpora are committed under testdata/.
+FUZZ_BRIEF ?= 2s
 fuzz: cuda-headers
-	@for pkg in $$($(GO) list ./...); do \
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_FOR=$(FUZZTIME) FUZZ_MIN=5s
+
+# Brief runs skip minimizing new inputs: a short -fuzztime ending inside a
+# minimization is reported as a failure ("context deadline exceeded").
+fuzz-brief: cuda-headers
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_FOR=$(FUZZ_BRIEF) FUZZ_MIN=0s
+
+fuzz-run:
+	@for pkg in $$($(GOCUDA) $(GO) list ./... | grep -v /tests); do \
 	  for t in $$($(GOCUDA) $(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-	    echo "== $$pkg $$t"; $(GOCUDA) $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	    echo "== fuzz $$pkg $$t ($(FUZZ_FOR))"; \
+	    $(GOCUDA) $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZ_FOR) -fuzzminimizetime $(FUZZ_MIN) $$pkg >/tmp/fikit-fuzz.$$$$.log 2>&1 \
+	      || { cat /tmp/fikit-fuzz.$$$$.log; rm -f /tmp/fikit-fuzz.$$$$.log; exit 1; }; \
+	    rm -f /tmp/fikit-fuzz.$$$$.log; \
 	  done; \
 	done
 
