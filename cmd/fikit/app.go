@@ -47,6 +47,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			profileCommand(),
 			statusCommand(),
 			simCommand(),
+			launchesCommand(),
 			benchCommand(),
 			demoCommand(),
 			versionCommand(),
