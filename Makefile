@@ -3,7 +3,7 @@
 #   make          build everything into bin/
 #   make demo     the main job on the simulated GPU (no GPU needed)
 #   make test     every test (no GPU needed)
-#   make bench    the benchmark suite (fikit bench)
+#   make bench    the benchmark suite (fikit bench; BENCHFLAGS=--quick for the short one)
 #   make fuzz     the fuzz targets, longer than in make test
 #
 # C code builds against NVIDIA's real cuda.h; simgpu/cuda-headers.sh finds an
@@ -65,7 +65,7 @@ demo: all
 	$(BIN)/fikit demo
 
 bench: all
-	$(BIN)/fikit bench
+	$(BIN)/fikit bench $(BENCHFLAGS)
 
 # Every Go fuzz target: briefly in `make test` (FUZZ_BRIEF each), longer in
 # `make fuzz` (FUZZTIME each). Seed corpora are committed under testdata/.

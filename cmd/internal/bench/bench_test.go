@@ -1,0 +1,255 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+func TestSummarizeJCT(t *testing.T) {
+	j := Summarize([]int64{4, 1, 3, 2}, 2e9)
+	if j.Runs != 4 || j.P50 != 2 || j.P99 != 4 || !near(j.Mean, 2.5) || !near(j.Rate, 2) {
+		t.Fatalf("got %+v", j)
+	}
+	if want := math.Sqrt(1.25) / 2.5; !near(j.CV, want) {
+		t.Errorf("CV %v, want %v", j.CV, want)
+	}
+	if e := Summarize(nil, 0); e.Runs != 0 || e.P50 != 0 || e.CV != 0 {
+		t.Errorf("empty: %+v", e)
+	}
+}
+
+// pairScenario is an IV a/b scenario with the given p50s (alone, sharing,
+// fikit) for the HP, p99s, and fill.
+func pairScenario(name string, alone, sharing, fikit, aloneP99, fikitP99, fill float64) Scenario {
+	sc := Scenario{Section: SecPair, Name: name,
+		Modes: []ModeResult{
+			{Mode: ModeExclusive, HP: JCT{Runs: 10, P50: alone, P99: aloneP99, Mean: alone}, LP: JCT{Runs: 5, P50: 30, Mean: 30}},
+			{Mode: ModeSharing, HP: JCT{Runs: 10, P50: sharing, P99: sharing, Mean: sharing}, LP: JCT{Runs: 5, P50: 40, Mean: 40}, FillPct: ptr(97)},
+			{Mode: ModeFikit, HP: JCT{Runs: 10, P50: fikit, P99: fikitP99, Mean: fikit}, LP: JCT{Runs: 5, P50: 80, Mean: 80}, FillPct: ptr(fill)},
+		},
+		Sim: []ModeResult{
+			{Mode: ModeExclusive, HP: JCT{Runs: 10, P50: alone}, LP: JCT{Runs: 5, P50: 30}},
+			{Mode: ModeSharing, HP: JCT{Runs: 10, P50: 2 * alone}, LP: JCT{Runs: 5, P50: 40}},
+			{Mode: ModeFikit, HP: JCT{Runs: 10, P50: alone}, LP: JCT{Runs: 5, P50: 40}, FillPct: ptr(fill * 2)},
+		},
+	}
+	sc.Derived = Derive(&sc)
+	return sc
+}
+
+func TestDerive(t *testing.T) {
+	sc := pairScenario("a", 10, 25, 11, 20, 24, 40)
+	d := sc.Derived
+	if !near(d.HPVsAloneP50[ModeSharing], 2.5) || !near(d.HPVsAloneP50[ModeFikit], 1.1) || !near(d.HPVsAloneP99[ModeFikit], 1.2) {
+		t.Errorf("vs alone: %+v %+v", d.HPVsAloneP50, d.HPVsAloneP99)
+	}
+	if !near(d.Speedup, 25.0/11) || !near(d.LPSpeedup, 0.5) || !near(d.LPVsAlone, 80.0/30) {
+		t.Errorf("speedups: %v %v %v", d.Speedup, d.LPSpeedup, d.LPVsAlone)
+	}
+	if !near(d.SimSpeedup, 2) || !near(d.SimFillPct, 80) {
+		t.Errorf("sim: %v %v", d.SimSpeedup, d.SimFillPct)
+	}
+	if !near(d.Fidelity["hp_p50_vs_alone_fikit"], 1.1) || !near(d.Fidelity["fill"], 0.5) || !near(d.Fidelity["lp_p50_fikit"], 2) {
+		t.Errorf("fidelity: %v", d.Fidelity)
+	}
+	if Derive(&Scenario{Modes: []ModeResult{{Mode: ModeFikit}}}) != nil {
+		t.Error("no exclusive mode: want nil")
+	}
+}
+
+func TestComputeSummaryTakesWorstCases(t *testing.T) {
+	scs := []Scenario{
+		{Section: SecScheme2, Name: "a", Overhead: &Overhead{PctP50: 0.2}},
+		{Section: SecScheme2, Name: "b", Overhead: &Overhead{PctP50: 0.7}},
+		{Section: SecScheme2, Name: "broken", Overhead: &Overhead{PctP50: 50}, Error: "boom"},
+		{Section: SecScheme3, Name: "a", Overhead: &Overhead{PctP50: 12}},
+		pairScenario("p1", 10, 25, 10.3, 20, 21, 85),
+		pairScenario("p2", 10, 14, 10.8, 20, 26, 60),
+		{Section: SecStability, Modes: []ModeResult{{Mode: ModeFikit, LP: JCT{Runs: 10, CV: 0.08}}}},
+		{Section: SecStability, Modes: []ModeResult{{Mode: ModeFikit, LP: JCT{Runs: 10, CV: 0.12}}}},
+		{Section: SecSensitivity, Name: "ignored", Overhead: &Overhead{PctP50: 99}},
+		{Section: SecMicro, Micro: &Micro{Hook: &HookBench{HolderAddedNs: 180}, Grant: &GrantRTT{RatioP50: 1.3}}},
+	}
+	s := ComputeSummary(scs)
+	check := func(name string, got *float64, want float64) {
+		t.Helper()
+		if got == nil || !near(*got, want) {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	check("p1", s.P1OverheadPct, 0.7)
+	check("p2", s.P2OverheadPct, 12)
+	check("p3 p50", s.P3HPRatioP50, 1.08)
+	check("p3 p99", s.P3HPRatioP99, 1.3)
+	check("p4 min", s.P4SpeedupMin, 14/10.8)
+	check("p4 max", s.P4SpeedupMax, 25/10.3)
+	check("p5", s.P5FillPct, 60)
+	check("p6", s.P6LPCV, 0.12)
+	check("p7", s.P7HookNs, 180)
+	check("p8", s.P8GrantRTTRatio, 1.3)
+
+	ts := Check(s, scs)
+	pass := map[string]*bool{}
+	for _, tg := range ts {
+		pass[tg.Key] = tg.Pass
+	}
+	for key, want := range map[string]bool{"p1_overhead_pct": true, "p2_overhead_pct": true, "p3_hp_ratio_p50": false,
+		"p3_hp_ratio_p99": false, "p5_fill_pct": false, "p6_lp_cv": false, "p7_hook_ns": true, "p8_grant_rtt_ratio": false} {
+		if pass[key] == nil || *pass[key] != want {
+			t.Errorf("%s pass = %v, want %v", key, pass[key], want)
+		}
+	}
+	if pass["p4_speedup_min"] != nil {
+		t.Error("p4 has no target")
+	}
+}
+
+func TestSummaryJSONContract(t *testing.T) {
+	// Unmeasured numbers are null, and every key is there.
+	b, err := json.Marshal(Results{Summary: ComputeSummary(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"p1_overhead_pct", "p2_overhead_pct", "p3_hp_ratio_p50", "p3_hp_ratio_p99", "p4_speedup_min",
+		"p4_speedup_max", "p5_fill_pct", "p6_lp_cv", "p7_hook_ns", "p8_grant_rtt_ratio"} {
+		v, ok := m["summary"][k]
+		if !ok || v != nil {
+			t.Errorf("summary[%q] = %v (present %v), want null", k, v, ok)
+		}
+	}
+	if !strings.Contains(string(b), `"scenarios":null`) && !strings.Contains(string(b), `"scenarios":[]`) {
+		t.Errorf("no scenarios key: %s", b)
+	}
+}
+
+func sampleResults() *Results {
+	scs := []Scenario{
+		{Section: SecScheme2, Name: "h100/resnet50_4_fwd", HP: &Service{Runs: 100}, Overhead: &Overhead{Reps: 3, PctP50: 0.3, PctMean: 2.5,
+			NoiseMeanPct: 0.2, PerRep: []float64{0.1, 0.3, 0.5}, Base: JCT{P50: 2.7e6}, Test: JCT{P50: 2.71e6}}},
+		{Section: SecScheme3, Name: "h100/resnet50_4_fwd", HP: &Service{Runs: 100}, Error: "profiling daemon: boom"},
+		pairScenario("h100/resnet50_4_fwd (H) + h100/bert_2_fwd (L)", 2.7e6, 5.6e6, 3.2e6, 3e6, 4e6, 70),
+		{Section: SecStability, Name: "x (H) + y (L)", HP: &Service{}, LP: &Service{EveryNs: 1e8, Runs: 10}, Modes: []ModeResult{
+			{Mode: ModeExclusive, HP: JCT{Runs: 5, P50: 3e6}, LP: JCT{Runs: 10, Mean: 3e7, CV: 0.01}},
+			{Mode: ModeSharing, HP: JCT{Runs: 5, P50: 6e6}, LP: JCT{Runs: 10, Mean: 5e7, CV: 0.02}},
+			{Mode: ModeFikit, HP: JCT{Runs: 5, P50: 3.1e6}, LP: JCT{Runs: 10, Mean: 1e8, CV: 0.15}},
+		}},
+		{Section: SecRatio, Name: "x (H) + y (L)", Ratio: []Point{{K: 1, Trials: 2, LPFikitNs: 4e7, LPExclusiveNs: 3.6e7, Speedup: 0.9, NoGoodbyeNs: 1.1e8},
+			{K: 50, Trials: 2, LPFikitNs: 1e8, LPExclusiveNs: 2e8, Speedup: 2}}},
+		{Section: SecMicro, Name: "micro-benchmarks", Micro: &Micro{Hook: &HookBench{NoHookNs: 200, HolderNs: 350, HolderAddedNs: 150},
+			GrantError: "no daemon"}},
+	}
+	sc := pairScenario("h100/resnet50_4_fwd (H) + h100/bert_2_fwd (L)", 2.7e6, 5.6e6, 3.0e6, 3e6, 3.3e6, 75)
+	sc.Section, sc.Variant = SecSensitivity, "fifo, switch 25 µs"
+	scs = append(scs, sc)
+	for i := range scs {
+		if scs[i].Section == SecStability {
+			scs[i].Derived = Derive(&scs[i])
+		}
+	}
+	res := &Results{Meta: Meta{Version: "test", Quick: true, WallS: 100, Failures: []string{"scheme3 x: boom"}}, Scenarios: scs}
+	res.Summary = ComputeSummary(scs)
+	res.Targets = Check(res.Summary, scs)
+	return res
+}
+
+func TestWriteReport(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteReport(&buf, sampleResults()); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"| `p1_overhead_pct` |", "0.3", "pass", "**FAIL**", // p3: 3.2/2.7 > 1.05
+		"0.09–4.93 %", "34.52–71.78 %", "1.32–16.41×", "0.095–0.164", // the paper's numbers beside ours
+		"error: profiling daemon: boom", "Target missed: `p3_hp_ratio_p50`",
+		"by mean JCT (the paper's measure) the overhead is +2.50 %", // a heavy tail is called out
+		"without a goodbye", "fifo, switch 25 µs", "Grant round trip: not measured (no daemon)",
+		"p8_grant_rtt_ratio` | LaunchRequest→Grant round trip p50 / raw UDP echo p50, same process | not measured",
+		"![fig16_hp_speedup.png](fig16_hp_speedup.png)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	// An empty run still makes a report.
+	buf.Reset()
+	empty := &Results{}
+	empty.Targets = Check(empty.Summary, nil)
+	if err := WriteReport(&buf, empty); err != nil || !strings.Contains(buf.String(), "not measured") {
+		t.Errorf("empty report: %v", err)
+	}
+}
+
+func TestWritePlots(t *testing.T) {
+	dir := t.TempDir()
+	if err := WritePlots(dir, sampleResults()); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"fig14_sharing_overhead.png", "fig16_hp_speedup.png", "fig18_lp_vs_exclusive.png", "fig21_lp_cv.png", "sensitivity.png"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if !bytes.HasPrefix(b, []byte("\x89PNG")) {
+			t.Errorf("%s is not a PNG", f)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "fig19_preempt_hp_speedup.png")); err == nil {
+		t.Error("a figure without data was drawn")
+	}
+}
+
+func TestPlanQuickIsSmaller(t *testing.T) {
+	q, f := newPlan(Options{Quick: true}), newPlan(Options{})
+	if len(f.pairs) < 10 {
+		t.Errorf("full plan has %d pairs, want ≥ 10 (Fig. 16 has 10)", len(f.pairs))
+	}
+	if len(q.pairs) >= len(f.pairs) || q.hpRuns >= f.hpRuns || len(q.headline) == 0 || len(q.variants) != len(f.variants) {
+		t.Errorf("quick plan %+v", q)
+	}
+	if p := newPlan(Options{MaxPairs: 2}); len(p.pairs) != 2 {
+		t.Errorf("MaxPairs: %d pairs", len(p.pairs))
+	}
+	for _, pr := range f.pairs {
+		if strings.Split(pr.HP, "/")[0] != strings.Split(pr.LP, "/")[0] {
+			t.Errorf("pair %v mixes GPUs", pr)
+		}
+	}
+}
+
+func TestIntervals(t *testing.T) {
+	if got := hpInterval(2.63e6); got.Milliseconds() != 8 {
+		t.Errorf("hpInterval(2.63 ms) = %v, want 8ms", got)
+	}
+	if got := lpInterval(33.3e6); got.Milliseconds() != 140 {
+		t.Errorf("lpInterval(33.3 ms) = %v", got)
+	}
+	if got := lpInterval(1e6); got.Milliseconds() != 20 {
+		t.Errorf("lpInterval(1 ms) = %v", got)
+	}
+	if n := runsFor(1e9, 1e7, 5, 50); n != 50 {
+		t.Errorf("runsFor = %d", n)
+	}
+}
+
+func TestCounter(t *testing.T) {
+	text := "# HELP x\nfikit_messages_received_total{type=\"LaunchBatch\"} 1234\nfikit_messages_received_total{type=\"Register\"} 1\n"
+	if v, err := counter(text, "fikit_messages_received_total", `type="LaunchBatch"`); err != nil || v != 1234 {
+		t.Errorf("got %v, %v", v, err)
+	}
+	if _, err := counter(text, "fikit_messages_received_total", `type="LaunchNotify"`); err == nil {
+		t.Error("missing sample: want an error")
+	}
+}

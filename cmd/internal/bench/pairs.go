@@ -1,0 +1,387 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fikit/fikit/cmd/internal/harness"
+	"github.com/fikit/fikit/udp"
+)
+
+// both is one measured mode of two services together.
+type both struct {
+	fg, bg       *harness.Result
+	fgPid, bgPid int // the replayers (timeline pids); 0: unknown
+}
+
+// together runs bg in a closed loop in the background, starts fg once bg has
+// completed two runs (registered and going), waits for fg to finish and
+// stops bg. Hooked services are scheduled by the daemon; otherwise neither
+// is hooked (default sharing). bg runs on bgEnv's device (nil: env's).
+func (r *runner) together(ctx context.Context, env, bgEnv *harness.Env, fg, bg svc, hooked bool) (*both, error) {
+	if bgEnv == nil {
+		bgEnv = env
+	}
+	if hooked {
+		r.quiesce()
+	}
+	bgs := bg.live(hooked, r.d.Addr())
+	bgs.Runs = 1_000_000
+	bp, err := bgEnv.Start(ctx, bgs)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(bp.Runs()) < 2 {
+		if bp.Exited() || time.Now().After(deadline) {
+			res := bp.Stop()
+			return nil, fmt.Errorf("%s did not get going: %s", bg.Key, lastLine(res.Stderr))
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	fp, err := env.Start(ctx, fg.live(hooked, r.d.Addr()))
+	if err != nil {
+		bp.Stop()
+		return nil, err
+	}
+	b := &both{}
+	if !hooked {
+		b.fgPid, b.bgPid = fp.Pid(), bp.Pid()
+	} else {
+		// A hooked replayer is the child of `fikit run`: its pid is the one
+		// its hook registered with.
+		for !fp.Exited() && (b.fgPid == 0 || b.bgPid == 0) {
+			b.fgPid, b.bgPid = r.taskPid(fg.Key), r.taskPid(bg.Key)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	fres, ferr := fp.Wait()
+	bres := bp.Stop()
+	if hooked {
+		r.goodbye(fg.Key)
+		r.goodbye(bg.Key)
+	}
+	if ferr != nil {
+		return nil, ferr
+	}
+	if len(fres.Runs) == 0 {
+		return nil, fmt.Errorf("%s completed no runs", fg.Key)
+	}
+	b.fg, b.bg = fres, bres
+	return b, nil
+}
+
+// taskPid is the pid the newest task registered under key reported.
+func (r *runner) taskPid(key string) int {
+	_, pid := r.task(key)
+	return pid
+}
+
+// task is the ID and pid of the newest task registered under key (0, 0:
+// none).
+func (r *runner) task(key string) (id uint32, pid int) {
+	for _, t := range r.d.Status().Tasks {
+		if t.Key == key && t.ID >= id {
+			id, pid = t.ID, int(t.PID)
+		}
+	}
+	return id, pid
+}
+
+// goodbye tells the daemon that the task registered under key has left,
+// on behalf of its process, which has exited: the replayer is a Go program,
+// whose os.Exit skips the atexit handler in which the hook says goodbye
+// (a C or Python service runs it), so the daemon would otherwise keep the
+// dead task — a holder, if it had the best priority — until it misses its
+// heartbeats (DeadAfter). The ratio section measures that case too.
+func (r *runner) goodbye(key string) {
+	if err := sayGoodbye(r.d, key); err != nil {
+		r.logf("  goodbye for %s: %v", key, err)
+	}
+}
+
+// sayGoodbye sends d a Goodbye for the newest task registered under key.
+func sayGoodbye(d *harness.Daemon, key string) error {
+	var id uint32
+	for _, t := range d.Status().Tasks {
+		if t.Key == key && t.ID >= id {
+			id = t.ID
+		}
+	}
+	if id == 0 {
+		return nil
+	}
+	c, err := udp.Dial(d.Addr())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.Send(&udp.Goodbye{TaskID: id})
+}
+
+// alone1 runs s by itself (exclusive use of the GPU; hooked for Scheme II).
+func (r *runner) alone1(ctx context.Context, env *harness.Env, s svc, hooked bool) (*harness.Result, error) {
+	if hooked {
+		r.quiesce()
+	}
+	p, err := env.Start(ctx, s.live(hooked, r.d.Addr()))
+	if err != nil {
+		return nil, err
+	}
+	res, err := p.Wait()
+	if hooked {
+		r.goodbye(s.Key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Runs) == 0 {
+		return nil, fmt.Errorf("%s completed no runs", s.Key)
+	}
+	return res, nil
+}
+
+// within returns the JCTs of the runs inside [from, to].
+func within(res *harness.Result, from, to int64) []int64 {
+	var out []int64
+	for _, x := range res.Runs {
+		if x.StartNs >= from && x.StartNs+x.JCTNs <= to {
+			out = append(out, x.JCTNs)
+		}
+	}
+	return out
+}
+
+// acc pools a mode's results over repetitions.
+type acc struct {
+	hp, lp         []int64
+	hpSpan, lpSpan int64
+	fills          []float64
+	spans          int64
+}
+
+func (a *acc) result(mode string) ModeResult {
+	m := ModeResult{Mode: mode, HP: Summarize(a.hp, a.hpSpan), LP: Summarize(a.lp, a.lpSpan), SpanNs: a.spans}
+	if len(a.fills) > 0 {
+		var s float64
+		for _, f := range a.fills {
+			s += f
+		}
+		m.FillPct = ptr(s / float64(len(a.fills)))
+	}
+	return m
+}
+
+// pairModes measures an HP at an interval with an LP in a closed loop:
+// exclusive (each alone, not hooked), default sharing and fikit, reps
+// times in that order, pooling the JCTs. The LP's JCTs are those of its
+// runs inside the HP's span; the fill share comes from the timeline.
+//
+// With control set, a fourth mode runs fikit with the LP on a second
+// private device (ModeFikitCPU): the daemon schedules both as if they shared
+// a GPU, but the LP's kernels cannot delay the HP's, so what the HP loses
+// there is host-side cost (the daemon, the hooks' sender threads and the
+// waiter's requests competing for this machine's CPUs), not the GPU's.
+func (r *runner) pairModes(ctx context.Context, env *harness.Env, hp, lp svc, reps int, tag string, control bool) ([]ModeResult, error) {
+	accs := map[string]*acc{ModeExclusive: {}, ModeSharing: {}, ModeFikit: {}, ModeFikitCPU: {}}
+	modes := []string{ModeSharing, ModeFikit}
+	var other *harness.Env
+	if control {
+		var err error
+		if other, err = r.env(tag+" control", harness.Options{}); err != nil {
+			return nil, err
+		}
+		defer other.Close()
+		modes = append(modes, ModeFikitCPU)
+	}
+	lpAlone := lp
+	lpAlone.Runs = runsFor(600*time.Millisecond, r.alone[lp.Key], 5, 40)
+	lpAlone.Warmup = 1
+	type window struct {
+		mode     string
+		from, to int64
+		hp, lp   int
+	}
+	var wins []window
+	for rep := 0; rep < reps; rep++ {
+		r.logf("  %s: rep %d/%d exclusive", tag, rep+1, reps)
+		a, err := r.alone1(ctx, env, hp, false)
+		if err != nil {
+			return nil, fmt.Errorf("HP alone: %w", err)
+		}
+		l, err := r.alone1(ctx, env, lpAlone, false)
+		if err != nil {
+			return nil, fmt.Errorf("LP alone: %w", err)
+		}
+		ex := accs[ModeExclusive]
+		ex.hp = append(ex.hp, a.JCTs()...)
+		ex.lp = append(ex.lp, l.JCTs()...)
+		f, t := a.Span()
+		ex.hpSpan += t - f
+		f2, t2 := l.Span()
+		ex.lpSpan += t2 - f2
+		for _, mode := range modes {
+			r.logf("  %s: rep %d/%d %s", tag, rep+1, reps, mode)
+			var bgEnv *harness.Env
+			if mode == ModeFikitCPU {
+				bgEnv = other
+			}
+			b, err := r.together(ctx, env, bgEnv, hp, lp, mode != ModeSharing)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", mode, err)
+			}
+			from, to := b.fg.Span()
+			ac := accs[mode]
+			ac.hp = append(ac.hp, b.fg.JCTs()...)
+			ac.lp = append(ac.lp, within(b.bg, from, to)...)
+			ac.hpSpan += to - from
+			ac.lpSpan += to - from
+			ac.spans += to - from
+			if b.fgPid > 0 && b.bgPid > 0 && mode != ModeFikitCPU {
+				wins = append(wins, window{mode, from, to, b.fgPid, b.bgPid})
+			}
+		}
+	}
+	if path := env.TimelinePath(); path != "" && len(wins) > 0 {
+		segs, err := harness.ReadTimeline(path)
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range wins {
+			accs[w.mode].fills = append(accs[w.mode].fills, 100*harness.FillShare(segs, w.hp, w.lp, w.from, w.to))
+		}
+	}
+	out := []ModeResult{accs[ModeExclusive].result(ModeExclusive)}
+	for _, m := range modes {
+		out = append(out, accs[m].result(m))
+	}
+	return out, nil
+}
+
+// pairs is Scheme IV a/b: each pair's HP at an interval with its LP in a
+// closed loop, every mode side by side, the simulator's prediction beside.
+func (r *runner) pairs(ctx context.Context) error {
+	for i, p := range r.p.pairs {
+		hp := hpSvc(p.HP, hpInterval(r.alone["bench/hp/"+p.HP]), r.p.hpRuns)
+		lp := lpSvc(p.LP, 0, 0)
+		r.logf(" pair %d/%d %s, HP every %s", i+1, len(r.p.pairs), p.name(), hp.Every)
+		sc := Scenario{Section: SecPair, Name: p.name(), HP: hp.spec(), LP: lp.spec()}
+		err := r.measurePair(ctx, &sc, hp, lp, harness.Options{Timeline: true}, r.p.reps, fmt.Sprintf("pair %d", i+1), true)
+		r.add(sc, err)
+		if err == nil && sc.Derived != nil {
+			fk, sh := sc.Mode(ModeFikit), sc.Mode(ModeSharing)
+			r.logf("  HP p50 vs alone: sharing %.2fx, fikit %.2fx (sim %.2fx; LP on another device %.2fx); fill %s; LP p50 %.1f ms → %.1f ms",
+				sc.Derived.HPVsAloneP50[ModeSharing], sc.Derived.HPVsAloneP50[ModeFikit], sc.Derived.SimHPVsAloneP50[ModeFikit],
+				sc.Derived.HPVsAloneP50[ModeFikitCPU], fmtPtr(fk.FillPct, "%.0f%%"), sh.LP.P50/1e6, fk.LP.P50/1e6)
+		}
+	}
+	return nil
+}
+
+// measurePair fills sc with the measured modes, the prediction and the
+// derived ratios.
+func (r *runner) measurePair(ctx context.Context, sc *Scenario, hp, lp svc, eo harness.Options, reps int, tag string, control bool) error {
+	env, err := r.env(tag, eo)
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	modes, err := r.pairModes(ctx, env, hp, lp, reps, tag, control)
+	if err != nil {
+		return err
+	}
+	sc.Modes = modes
+	sc.Sim, err = r.predict(hp, lp, eo.Model, eo.SwitchUs, true)
+	if err != nil {
+		r.logf("  simulator: %v", err)
+	}
+	sc.Derived = Derive(sc)
+	return nil
+}
+
+// preemption is Scheme IV c: the LP runs continuously and the HP sends a
+// request every preEvery (the paper's 1 s, scaled down).
+func (r *runner) preemption(ctx context.Context) error {
+	for i, p := range r.p.pairs {
+		hp := hpSvc(p.HP, r.p.preEvery, r.p.preRuns)
+		lp := lpSvc(p.LP, 0, 0)
+		r.logf(" pair %d/%d %s, HP every %s", i+1, len(r.p.pairs), p.name(), hp.Every)
+		sc := Scenario{Section: SecPreempt, Name: p.name(), HP: hp.spec(), LP: lp.spec()}
+		err := r.measurePair(ctx, &sc, hp, lp, harness.Options{}, 1, fmt.Sprintf("preempt %d", i+1), false)
+		r.add(sc, err)
+		if err == nil && sc.Derived != nil {
+			r.logf("  HP speedup over sharing %.2fx (mean %.2fx), LP p50 sharing/fikit %.2f", sc.Derived.Speedup,
+				sc.Derived.SpeedupMean, sc.Derived.LPSpeedup)
+		}
+	}
+	return nil
+}
+
+// stability is Scheme IV d: the HP runs continuously (requests back to back
+// with pre- and post-processing) and the LP sends a request at an interval;
+// the LP JCT's coefficient of variation in each mode.
+func (r *runner) stability(ctx context.Context) error {
+	for i, p := range r.p.pairs {
+		hpc := hpContinuous(p.HP, runsFor(600*time.Millisecond, r.alone["bench/hpc/"+p.HP]+hpPostNs, 20, 150))
+		lp := lpSvc(p.LP, lpInterval(r.alone["bench/lp/"+p.LP]), r.p.stableRuns)
+		lp.Warmup = 1
+		r.logf(" pair %d/%d %s, LP every %s", i+1, len(r.p.pairs), p.name(), lp.Every)
+		sc := Scenario{Section: SecStability, Name: p.name(), HP: hpc.spec(), LP: lp.spec()}
+		err := r.stable1(ctx, &sc, hpc, lp, fmt.Sprintf("stable %d", i+1))
+		r.add(sc, err)
+		if err == nil {
+			r.logf("  LP CV: exclusive %.3f, sharing %.3f, fikit %.3f", sc.Mode(ModeExclusive).LP.CV,
+				sc.Mode(ModeSharing).LP.CV, sc.Mode(ModeFikit).LP.CV)
+		}
+	}
+	return nil
+}
+
+func (r *runner) stable1(ctx context.Context, sc *Scenario, hpc, lp svc, tag string) error {
+	env, err := r.env(tag, harness.Options{})
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	r.logf("  %s: exclusive", tag)
+	a, err := r.alone1(ctx, env, hpc, false)
+	if err != nil {
+		return fmt.Errorf("HP alone: %w", err)
+	}
+	l, err := r.alone1(ctx, env, lp, false)
+	if err != nil {
+		return fmt.Errorf("LP alone: %w", err)
+	}
+	af, at := a.Span()
+	lf, lt := l.Span()
+	sc.Modes = append(sc.Modes, ModeResult{Mode: ModeExclusive, HP: Summarize(a.JCTs(), at-af), LP: Summarize(l.JCTs(), lt-lf)})
+	for _, mode := range []string{ModeSharing, ModeFikit} {
+		r.logf("  %s: %s", tag, mode)
+		b, err := r.together(ctx, env, nil, lp, hpc, mode == ModeFikit)
+		if err != nil {
+			return fmt.Errorf("%s: %w", mode, err)
+		}
+		from, to := b.fg.Span()
+		sc.Modes = append(sc.Modes, ModeResult{Mode: mode, HP: Summarize(within(b.bg, from, to), to-from),
+			LP: Summarize(b.fg.JCTs(), to-from), SpanNs: to - from})
+	}
+	sc.Sim, err = r.predict(hpc, lp, "", 0, false)
+	if err != nil {
+		r.logf("  simulator: %v", err)
+	}
+	sc.Derived = Derive(sc)
+	return nil
+}
+
+func lastLine(s string) string {
+	for len(s) > 0 && (s[len(s)-1] == '\n' || s[len(s)-1] == ' ') {
+		s = s[:len(s)-1]
+	}
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '\n' {
+			return s[i+1:]
+		}
+	}
+	return s
+}

@@ -1,0 +1,529 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Plot files WritePlots makes, in the order the report shows them.
+var plotFiles = []struct{ File, Title string }{
+	{"fig14_sharing_overhead.png", "Fig. 14 equivalent: JCT overhead of the sharing phase vs no hook"},
+	{"fig15_profiling_overhead.png", "Fig. 15 equivalent: JCT overhead of the profiling phase vs no hook"},
+	{"fig16_hp_speedup.png", "Fig. 16 equivalent: HP JCT speedup of fikit over default sharing (measured and simulated)"},
+	{"fig17_lp_speedup.png", "Fig. 17 equivalent: LP JCT speedup of fikit over default sharing"},
+	{"fig18_lp_vs_exclusive.png", "Fig. 18 equivalent: LP JCT, exclusive over fikit, by HP:LP task ratio"},
+	{"fig19_preempt_hp_speedup.png", "Fig. 19 equivalent: HP JCT speedup with preemption (LP continuous)"},
+	{"fig20_preempt_lp.png", "Fig. 20 equivalent: LP JCT, default sharing over fikit, with preemption"},
+	{"fig21_lp_cv.png", "Fig. 21 / Table 3 equivalent: LP JCT coefficient of variation (HP continuous)"},
+	{"hp_vs_alone.png", "HP p50 JCT over HP alone, per pair and mode"},
+	{"sensitivity.png", "Sensitivity: HP p50 JCT over alone under each device assumption"},
+}
+
+// WriteReport writes the markdown report of res.
+func WriteReport(w io.Writer, res *Results) error {
+	bw := bufio.NewWriter(w)
+	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
+	m := res.Meta
+	mode := "full"
+	if m.Quick {
+		mode = "quick (`--quick`: fewer pairs and runs)"
+	}
+	p("# fikit bench\n\n")
+	p("FIKIT's evaluation (paper §4) re-run on the simulated GPU, every mode side by side in one invocation: ")
+	p("**exclusive** (each service alone, one after another), **default sharing** (no scheduler, no hook: the device's ")
+	p("time-slicing) and **fikit** (both services hooked under the daemon). See docs/bench.md for what each section does.\n\n")
+	p("| | |\n|---|---|\n")
+	p("| run | %s, version %s, started %s |\n", mode, m.Version, m.Started)
+	p("| wall time | %s (estimated %s) |\n", dur(m.WallS), dur(m.EstimateS))
+	p("| machine | %s, %d CPUs, load average %.2f at the start, %.2f at the end (other work shares this machine: absolute times are noise, ratios measured side by side are not) |\n",
+		m.Host, m.CPUs, m.LoadStart, m.LoadEnd)
+	p("| device | %s |\n", m.Device)
+	p("| GPU | %s |\n", m.GPU)
+	pr := m.Params
+	p("| services | HP: %s host time per launch (launch-bound, as eager PyTorch), prio 0, a request every %.0f× its JCT alone; LP: %s per launch, prio 5, closed loop; continuous HP (IV d, Fig. 18): %s pre- and %s post-processing per request |\n",
+		us(pr.HPCPUNs), pr.IntervalX, us(pr.LPCPUNs), us(pr.HPPreNs), us(pr.HPPostNs))
+	p("| simulator | notify latency %s, grant round trip %s (this run's micro-benchmarks when measured) |\n\n", us(pr.SimNotifyNs), us(pr.SimGrantNs))
+	if len(m.Failures) > 0 {
+		p("**Not measured** (errors):\n\n")
+		for _, f := range m.Failures {
+			p("- %s\n", oneLine(f))
+		}
+		p("\n")
+	}
+
+	p("## Summary\n\n")
+	p("Each number is the worst case over the pairs (or services) of its section; the median is beside it. ")
+	p("Targets are the issue's; the paper's figure is given where the paper has one.\n\n")
+	p("| key | what | ours | median | target | | paper |\n|---|---|---|---|---|---|---|\n")
+	for _, t := range res.Targets {
+		p("| `%s` | %s | %s | %s | %s | %s | %s |\n", t.Key, t.What, num(t.Value), num(t.Median), t.Target, passFail(t.Pass), t.Paper)
+	}
+	p("\n")
+	notes := findings(res)
+	if len(notes) > 0 {
+		p("### Findings\n\n")
+		for _, n := range notes {
+			p("- %s\n", n)
+		}
+		p("\n")
+	}
+
+	overheadSection(p, res, SecScheme2, "Scheme II — one service, sharing phase vs no hook (Fig. 14)",
+		"Paper: 0.09–4.93 % JCT increase over seven models (1000 tasks each, mean JCT).")
+	overheadSection(p, res, SecScheme3, "Scheme III — one service, profiling phase vs no hook (Fig. 15)",
+		"Paper: 34.52–71.78 % JCT increase while measuring every kernel.")
+	pairSection(p, res)
+	preemptSection(p, res)
+	stabilitySection(p, res)
+	ratioSection(p, res)
+	microSection(p, res)
+	sensitivitySection(p, res)
+
+	p("## Plots\n\n")
+	for _, f := range plotFiles {
+		p("**%s**\n\n![%s](%s)\n\n", f.Title, f.File, f.File)
+	}
+	p("## Modeled assumptions\n\n")
+	p("Everything ran on simgpu: one kernel at a time, NVIDIA-style time slices of 2 ms between processes (or FIFO), a context ")
+	p("switch costing 25 µs of idle device, 4 µs launch latency; kernel durations are the Orion traces' measured GPU times, host ")
+	p("time per launch is added by the replayer. None of these is a measurement of a real GPU: the sensitivity section shows how ")
+	p("much the headline numbers move when the switch cost or the sharing model changes. The hook's and daemon's costs are real ")
+	p("(this machine's CPU and loopback UDP); simgpu's own cost per launch is in the micro-benchmarks.\n")
+	return bw.Flush()
+}
+
+type printer func(format string, args ...any)
+
+func overheadSection(p printer, res *Results, sec, title, paper string) {
+	p("## %s\n\n", title)
+	p("Closed loop, repetitions of A (no hook), H (hooked), B (no hook) on one private device; overhead = H / mean(A, B) − 1 per ")
+	p("repetition, median over repetitions. The noise floor is the median |B/A − 1|: two identical unhooked runs differ by that much. ")
+	p("%s\n\n", paper)
+	p("| service | runs × reps | no hook p50 | hooked p50 | overhead (p50) | noise floor (p50) | overhead (mean) | noise floor (mean) | per repetition (p50) |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, sc := range res.Scenarios {
+		if sc.Section != sec {
+			continue
+		}
+		if sc.Error != "" || sc.Overhead == nil {
+			p("| %s | error: %s | | | | | | | |\n", sc.Name, oneLine(sc.Error))
+			continue
+		}
+		o := sc.Overhead
+		var per []string
+		for _, v := range o.PerRep {
+			per = append(per, fmt.Sprintf("%+.2f", v))
+		}
+		p("| %s | %d × %d | %s | %s | %+.2f %% | %.2f %% | %+.2f %% | %.2f %% | %s |\n", sc.Name, spec(sc.HP).Runs, o.Reps, ms(o.Base.P50), ms(o.Test.P50),
+			o.PctP50, o.NoisePct, o.PctMean, o.NoiseMeanPct, strings.Join(per, ", "))
+	}
+	p("\n")
+}
+
+func pairSection(p printer, res *Results) {
+	p("## Scheme IV a/b — two services together (Fig. 16, 17)\n\n")
+	p("The HP sends a request every interval; the LP runs back to back, started first. HP JCTs are over all its requests ")
+	p("(repetitions pooled); LP JCTs over its runs inside the HP's span. *Fill* is the share of the HP's idle GPU time (within ")
+	p("its span) during which LP kernels ran, from simgpu's timeline. *sim* is the discrete-event simulator's prediction of ")
+	p("the same pair; *fidelity* is measured / predicted.\n\n")
+	p("Paper (Fig. 16): fikit's HP JCT 1.32–16.41× faster than default sharing, more than half of the pairs above 3.4×. ")
+	p("(Fig. 17): under fikit the LP ran at under 30 %% of its default-sharing speed in most pairs.\n\n")
+	p("*Control* is fikit with the LP on a second simulated device: the daemon schedules the two as if they shared the GPU, ")
+	p("but LP kernels cannot delay the HP's, so the HP's slowdown there is the scheduler's host-side cost on this machine ")
+	p("(the daemon, two sender threads and the LP's requests competing with the HP's host thread for 2 CPUs).\n\n")
+	p("| pair | HP every | HP alone p50 | sharing p50 (× alone) | fikit p50 (× alone) | fikit p99 × alone p99 | control × alone | speedup | sim: sharing × / fikit × / speedup | fidelity fikit × / speedup |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, sc := range sections(res, SecPair) {
+		if bad(p, sc, 10) {
+			continue
+		}
+		ex, sh, fk, d := mode(sc, ModeExclusive), mode(sc, ModeSharing), mode(sc, ModeFikit), sc.Derived
+		p("| %s | %s | %s | %s (%s) | %s (%s) | %s | %s | %s | %s / %s / %s | %s / %s |\n", sc.Name, ms(float64(spec(sc.HP).EveryNs)), ms(ex.HP.P50),
+			ms(sh.HP.P50), x(d.HPVsAloneP50[ModeSharing]), ms(fk.HP.P50), x(d.HPVsAloneP50[ModeFikit]), x(d.HPVsAloneP99[ModeFikit]),
+			x(d.HPVsAloneP50[ModeFikitCPU]), x(d.Speedup), x(d.SimHPVsAloneP50[ModeSharing]), x(d.SimHPVsAloneP50[ModeFikit]), x(d.SimSpeedup),
+			f2(d.Fidelity["hp_p50_vs_alone_fikit"]), f2(d.Fidelity["hp_speedup"]))
+	}
+	p("\n| pair | LP alone p50 | LP sharing p50 (runs) | LP fikit p50 (runs) | LP speedup fikit/sharing (Fig. 17) | fill sharing | fill fikit | sim fill fikit | fidelity fill |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, sc := range sections(res, SecPair) {
+		if sc.Error != "" || sc.Derived == nil {
+			continue
+		}
+		ex, sh, fk, d := mode(sc, ModeExclusive), mode(sc, ModeSharing), mode(sc, ModeFikit), sc.Derived
+		p("| %s | %s | %s (%d) | %s (%d) | %s | %s | %s | %s | %s |\n", sc.Name, ms(ex.LP.P50), ms(sh.LP.P50), sh.LP.Runs, ms(fk.LP.P50), fk.LP.Runs,
+			x(d.LPSpeedup), pctp(sh.FillPct), pctp(fk.FillPct), pctv(d.SimFillPct), f2(d.Fidelity["fill"]))
+	}
+	p("\n")
+}
+
+func preemptSection(p printer, res *Results) {
+	p("## Scheme IV c — preemption: LP continuous, HP at an interval (Fig. 19, 20)\n\n")
+	p("Paper: every 1 s × 100 HP tasks; here scaled down (interval and count in the table). Paper (Fig. 19): fikit's mean HP ")
+	p("JCT up to 15.77× faster than default sharing, one pair (deeplabv3_resnet50 + resnet101) slower; (Fig. 20) the LP's ")
+	p("JCT about the same in both modes, the exception 0.86.\n\n")
+	p("| pair | HP every × runs | HP alone mean | sharing mean | fikit mean | speedup (mean) | speedup (p50) | fikit × alone (p50) | LP sharing/fikit (Fig. 20) | sim speedup |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, sc := range sections(res, SecPreempt) {
+		if bad(p, sc, 10) {
+			continue
+		}
+		ex, sh, fk, d := mode(sc, ModeExclusive), mode(sc, ModeSharing), mode(sc, ModeFikit), sc.Derived
+		p("| %s | %s × %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", sc.Name, ms(float64(spec(sc.HP).EveryNs)), spec(sc.HP).Runs, ms(ex.HP.Mean), ms(sh.HP.Mean),
+			ms(fk.HP.Mean), x(d.SpeedupMean), x(d.Speedup), x(d.HPVsAloneP50[ModeFikit]), f2(d.LPSpeedup), x(d.SimSpeedup))
+	}
+	p("\n")
+}
+
+func stabilitySection(p printer, res *Results) {
+	p("## Scheme IV d — stability: HP continuous, LP at an interval (Fig. 21, Table 3)\n\n")
+	p("The HP serves requests back to back (with pre- and post-processing on the host); the LP sends a request every interval ")
+	p("(paper: 1 s × 100, scaled down). CV = σ/μ of the LP JCT. Paper (Table 3): CV 0.095–0.164 under fikit, μ 7–177 ms.\n\n")
+	p("| pair | LP every × runs | LP alone μ (CV) | sharing μ (CV) | fikit μ | fikit σ | fikit CV | sim fikit CV | HP p50 fikit × alone |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, sc := range sections(res, SecStability) {
+		if bad(p, sc, 9) {
+			continue
+		}
+		ex, sh, fk := mode(sc, ModeExclusive), mode(sc, ModeSharing), mode(sc, ModeFikit)
+		simCV := "–"
+		if s := sc.SimMode(ModeFikit); s != nil {
+			simCV = fmt.Sprintf("%.3f", s.LP.CV)
+		}
+		p("| %s | %s × %d | %s (%.3f) | %s (%.3f) | %s | %s | **%.3f** | %s | %s |\n", sc.Name, ms(float64(spec(sc.LP).EveryNs)), spec(sc.LP).Runs,
+			ms(ex.LP.Mean), ex.LP.CV, ms(sh.LP.Mean), sh.LP.CV, ms(fk.LP.Mean), ms(fk.LP.CV*fk.LP.Mean), fk.LP.CV, simCV,
+			x(ratio(fk.HP.P50, ex.HP.P50)))
+	}
+	p("\n")
+}
+
+func ratioSection(p printer, res *Results) {
+	p("## LP JCT vs exclusive by HP:LP task ratio (Fig. 18)\n\n")
+	p("For K HP tasks per LP task, both arriving together: under exclusive use the LP task waits for the K HP tasks, so its ")
+	p("JCT is K·T_A + T_B (the paper's computation, from the services' mean JCTs alone); under fikit it is measured with ")
+	p("both services hooked and started together. *HP tasks ahead* counts the HP tasks not done when the LP task started ")
+	p("(process starts are not synchronised exactly: see the lag). Paper: about 1 at 1:1, rising linearly up to 50:1 while ")
+	p("fikit's LP JCT stays constant.\n\n")
+	p("The replayer is a Go program, and Go's os.Exit skips the atexit handler in which the hook says goodbye, so when the HP's ")
+	p("process has finished its K tasks the bench sends the goodbye on its behalf (what the hook does at exit in a C or Python ")
+	p("service); the last column is the same 1:1 trials without it.\n\n")
+	p("| pair | K:1 | trials | LP fikit | LP exclusive | exclusive / fikit | HP tasks ahead | LP start − HP start | LP fikit, no goodbye |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, sc := range sections(res, SecRatio) {
+		if sc.Error != "" {
+			p("| %s | error: %s | | | | | | | |\n", sc.Name, oneLine(sc.Error))
+		}
+		for _, pt := range sc.Ratio {
+			p("| %s | %d:1 | %d | %s | %s | %s | %.1f | %s | %s |\n", sc.Name, pt.K, pt.Trials, ms(pt.LPFikitNs), ms(pt.LPExclusiveNs),
+				x(pt.Speedup), pt.HPAhead, ms(pt.LagNs), ms(pt.NoGoodbyeNs))
+		}
+	}
+	p("\n")
+}
+
+func microSection(p printer, res *Results) {
+	p("## Micro-benchmarks\n\n")
+	var mi *Micro
+	for _, sc := range sections(res, SecMicro) {
+		mi = sc.Micro
+	}
+	if mi == nil {
+		p("Not measured.\n\n")
+		return
+	}
+	if h := mi.Hook; h != nil {
+		p("**Hook cost per `cuLaunchKernel`** (bin/hook-bench: median of %d rounds × %d launches, modes alternated; zero-length ", h.Rounds, h.Launches)
+		p("kernels on simgpu, so the driver's own cost is simgpu's):\n\n")
+		p("| no hook | hook disabled | pass-through (no daemon) | holder (sharing phase) | profiling phase | holder − no hook (p7) |\n|---|---|---|---|---|---|\n")
+		p("| %.0f ns | %.0f ns | %.0f ns | %.0f ns | %.0f ns | **%+.0f ns** |\n\n", h.NoHookNs, h.DisabledNs, h.PassNs, h.HolderNs, h.ProfilingNs, h.HolderAddedNs)
+		p("Sender notify latency (launch → datagram at the scheduler's socket, a launch every 10 µs): p50 %s, p99 %s; sender thread CPU %.1f %% active, %.1f %% idle.\n\n",
+			us(int64(h.NotifyP50Ns)), us(int64(h.NotifyP99Ns)), h.SenderActive, h.SenderIdle)
+	} else {
+		p("Hook cost: not measured (%s).\n\n", oneLine(mi.HookError))
+	}
+	if g := mi.Grant; g != nil {
+		p("**Grant round trip** (%s) vs a raw UDP echo server in the same process, %d samples each, interleaved blocks: ", g.Daemon, g.Samples)
+		p("grant p50 %s (p99 %s), echo p50 %s (p99 %s): **%.2f×** (p8).\n\n", us(int64(g.GrantP50)), us(int64(g.GrantP99)),
+			us(int64(g.EchoP50)), us(int64(g.EchoP99)), g.RatioP50)
+	} else {
+		p("Grant round trip: not measured (%s).\n\n", oneLine(mi.GrantError))
+	}
+	if len(mi.Throughput) > 0 {
+		p("**Daemon throughput** (`fikit serve` limited to %s; one sender thread on the other core, sendmmsg; processed = the daemon's `fikit_messages_received_total`):\n\n", mi.Throughput[0].Limit)
+		p("| message | launches each | sent/s | processed msgs/s | launches/s | lost |\n|---|---|---|---|---|---|\n")
+		for _, b := range mi.Throughput {
+			p("| %s | %d | %.0f | %.0f | %.0f | %.1f %% |\n", b.Type, b.PerMessage, b.SentPerS, b.MsgsPerS, b.LaunchesPerS, b.LostPct)
+		}
+		p("\n")
+		for _, b := range mi.Throughput {
+			if b.LostPct > 1 {
+				p("%s: datagrams were lost, so the daemon was saturated: its capacity on one core is about %.0f messages/s.\n", b.Type, b.MsgsPerS)
+			} else {
+				p("%s: nothing was lost, so the daemon kept up with the sender: its capacity on one core is at least %.0f messages/s.\n", b.Type, b.MsgsPerS)
+			}
+		}
+		p("\n")
+	} else {
+		p("Daemon throughput: not measured (%s).\n\n", oneLine(mi.BlastError))
+	}
+	if s := mi.SimGPU; s != nil {
+		p("simgpu itself (bin/simgpu/simgpu-bench): %.0f ns per simulated launch, %.0f ns per event record, synchronize lateness p50 %s, p99 %s.\n\n",
+			s.LaunchNs, s.EventRecNs, us(int64(s.WaitP50Ns)), us(int64(s.WaitP99Ns)))
+	}
+}
+
+func sensitivitySection(p printer, res *Results) {
+	p("## Sensitivity to the device model\n\n")
+	p("The headline pairs again, on devices with other assumptions (the scheduler keeps its defaults, which assume a 25 µs ")
+	p("switch). Each row is measured side by side with its own exclusive and default-sharing baselines.\n\n")
+	p("| pair | device | HP alone p50 | sharing × alone | fikit × alone | fikit p99 × | speedup | fill fikit | sim fikit × / fill |\n|---|---|---|---|---|---|---|---|---|\n")
+	byPair := map[string][]Scenario{}
+	var names []string
+	for _, sc := range sections(res, SecSensitivity) {
+		if _, ok := byPair[sc.Name]; !ok {
+			names = append(names, sc.Name)
+		}
+		byPair[sc.Name] = append(byPair[sc.Name], sc)
+		if sc.Error != "" || sc.Derived == nil {
+			p("| %s | %s | error: %s | | | | | | |\n", sc.Name, sc.Variant, oneLine(sc.Error))
+			continue
+		}
+		ex, fk, d := mode(sc, ModeExclusive), mode(sc, ModeFikit), sc.Derived
+		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s / %s |\n", sc.Name, sc.Variant, ms(ex.HP.P50), x(d.HPVsAloneP50[ModeSharing]),
+			x(d.HPVsAloneP50[ModeFikit]), x(d.HPVsAloneP99[ModeFikit]), x(d.Speedup), pctp(fk.FillPct), x(d.SimHPVsAloneP50[ModeFikit]), pctv(d.SimFillPct))
+	}
+	p("\n")
+	for _, n := range names {
+		var fx, sp, fill []float64
+		for _, sc := range byPair[n] {
+			if sc.Derived == nil {
+				continue
+			}
+			fx = append(fx, sc.Derived.HPVsAloneP50[ModeFikit])
+			sp = append(sp, sc.Derived.Speedup)
+			if f := mode(sc, ModeFikit).FillPct; f != nil {
+				fill = append(fill, *f)
+			}
+		}
+		if len(fx) < 2 {
+			continue
+		}
+		p("Dependence, %s: across the %d device assumptions fikit's HP p50 stays within %s–%s of alone; the speedup over ",
+			n, len(fx), x(lo(fx)), x(hi(fx)))
+		p("default sharing ranges %s–%s (it is set by how badly the device's own sharing treats the HP); the fill %s–%s.\n\n",
+			x(lo(sp)), x(hi(sp)), pctv(lo(fill)), pctv(hi(fill)))
+	}
+}
+
+// findings are the observations a reader should not miss, derived from the
+// numbers: missed targets and where fikit did badly.
+func findings(res *Results) []string {
+	var out []string
+	for _, t := range res.Targets {
+		if t.Pass != nil && !*t.Pass {
+			out = append(out, fmt.Sprintf("Target missed: `%s` = %s (target %s).", t.Key, num(t.Value), t.Target))
+		}
+	}
+	for _, sc := range res.Scenarios {
+		if sc.Error != "" || sc.Derived == nil || sc.Section == SecRatio {
+			continue
+		}
+		d := sc.Derived
+		where := sc.Section + " " + sc.Name
+		if sc.Variant != "" {
+			where += " on " + sc.Variant
+		}
+		if v := d.HPVsAloneP50[ModeFikit]; v > 1.10 {
+			out = append(out, fmt.Sprintf("%s: fikit's HP p50 is %s its JCT alone.", where, x(v)))
+		}
+		if d.Speedup > 0 && d.Speedup < 0.95 { // a margin for noise
+			out = append(out, fmt.Sprintf("%s: the HP is slower under fikit than under default sharing (%s).", where, x(d.Speedup)))
+		}
+		if fk := sc.Mode(ModeFikit); fk != nil && fk.LP.Runs == 0 {
+			out = append(out, fmt.Sprintf("%s: the LP completed no run inside the HP's span under fikit.", where))
+		}
+		if f, ok := d.Fidelity["hp_p50_vs_alone_fikit"]; ok && (f > 1.10 || f < 0.90) {
+			out = append(out, fmt.Sprintf("%s: the simulator predicted fikit's HP at %s of alone, measured %s.", where,
+				x(d.SimHPVsAloneP50[ModeFikit]), x(d.HPVsAloneP50[ModeFikit])))
+		}
+		if f, ok := d.Fidelity["fill"]; ok && (f > 1.25 || f < 0.8) && sc.Section == SecPair {
+			out = append(out, fmt.Sprintf("%s: the simulator predicted %s of the HP's idle time filled, measured %s.", where,
+				pctv(d.SimFillPct), pctp(mode(sc, ModeFikit).FillPct)))
+		}
+	}
+	out = append(out, moreFindings(res)...)
+	sort.SliceStable(out, func(i, j int) bool {
+		return strings.HasPrefix(out[i], "Target") && !strings.HasPrefix(out[j], "Target")
+	})
+	return out
+}
+
+func sections(res *Results, sec string) []Scenario {
+	var out []Scenario
+	for _, sc := range res.Scenarios {
+		if sc.Section == sec {
+			out = append(out, sc)
+		}
+	}
+	return out
+}
+
+// bad prints an error row for a scenario that has no results.
+func bad(p printer, sc Scenario, cols int) bool {
+	if sc.Error == "" && sc.Derived != nil {
+		return false
+	}
+	msg := sc.Error
+	if msg == "" {
+		msg = "incomplete"
+	}
+	p("| %s | error: %s |%s\n", sc.Name, oneLine(msg), strings.Repeat(" |", cols-2))
+	return true
+}
+
+func ms(ns float64) string {
+	if ns == 0 || math.IsNaN(ns) {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f ms", ns/1e6)
+}
+
+func us(ns int64) string { return fmt.Sprintf("%.1f µs", float64(ns)/1e3) }
+
+func x(v float64) string {
+	if v == 0 || math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", v)
+}
+
+func f2(v float64) string {
+	if v == 0 || math.IsNaN(v) {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func pctp(v *float64) string {
+	if v == nil {
+		return "–"
+	}
+	return pctv(*v)
+}
+
+func pctv(v float64) string { return fmt.Sprintf("%.0f %%", v) }
+
+func num(v *float64) string {
+	if v == nil {
+		return "not measured"
+	}
+	a := math.Abs(*v)
+	switch {
+	case a >= 100:
+		return fmt.Sprintf("%.0f", *v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", *v)
+	}
+	return fmt.Sprintf("%.3g", *v)
+}
+
+func passFail(b *bool) string {
+	switch {
+	case b == nil:
+		return ""
+	case *b:
+		return "pass"
+	}
+	return "**FAIL**"
+}
+
+func dur(s float64) string {
+	return (time.Duration(s * float64(time.Second))).Round(time.Second).String()
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	s = strings.ReplaceAll(s, "|", "/")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+func lo(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	m := v[0]
+	for _, x := range v {
+		m = math.Min(m, x)
+	}
+	return m
+}
+
+func hi(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	m := v[0]
+	for _, x := range v {
+		m = math.Max(m, x)
+	}
+	return m
+}
+
+// moreFindings covers the overhead sections, the control mode and the
+// ratio section.
+func moreFindings(res *Results) []string {
+	var out []string
+	for _, sc := range res.Scenarios {
+		if sc.Error != "" {
+			continue
+		}
+		switch sc.Section {
+		case SecScheme2, SecScheme3:
+			o := sc.Overhead
+			if o != nil && len(o.PerRep) > 1 && hi(o.PerRep)-lo(o.PerRep) > 10 {
+				out = append(out, fmt.Sprintf("%s %s: the overhead varies between repetitions from %+.1f %% to %+.1f %% (median %+.1f %%).",
+					sc.Section, sc.Name, lo(o.PerRep), hi(o.PerRep), o.PctP50))
+			}
+			if o != nil && o.PctMean > 1 && o.PctMean > 2*o.NoiseMeanPct && o.PctMean > 2*o.PctP50 {
+				out = append(out, fmt.Sprintf("%s %s: by mean JCT (the paper's measure) the overhead is %+.2f %% (noise floor %.2f %%), "+
+					"against %+.2f %% by median: the hooked runs have a heavier tail.", sc.Section, sc.Name, o.PctMean, o.NoiseMeanPct, o.PctP50))
+			}
+		case SecPair:
+			d := sc.Derived
+			if d == nil {
+				continue
+			}
+			fk, ctl := d.HPVsAloneP50[ModeFikit], d.HPVsAloneP50[ModeFikitCPU]
+			if fk > 1.02 && ctl > 0 {
+				share := 100 * (ctl - 1) / (fk - 1)
+				out = append(out, fmt.Sprintf("iv_ab %s: fikit's HP is %s alone; with the LP on another device (no GPU contention) %s, "+
+					"so about %.0f %% of the slowdown is host-side cost on this machine, the rest the GPU.", sc.Name, x(fk), x(ctl), math.Max(0, math.Min(100, share))))
+			}
+		case SecRatio:
+			for _, pt := range sc.Ratio {
+				if pt.NoGoodbyeNs > 0 && pt.NoGoodbyeNs > 1.5*pt.LPFikitNs {
+					out = append(out, fmt.Sprintf("ratio %s: when the HP process exits without a goodbye (Go services, crashes) the LP's task "+
+						"took %s instead of %s: the daemon keeps the dead holder until it misses its heartbeats.", sc.Name, ms(pt.NoGoodbyeNs), ms(pt.LPFikitNs)))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// mode is sc's mode m, or an empty one (a table cell shows "–").
+func mode(sc Scenario, m string) *ModeResult {
+	if r := sc.Mode(m); r != nil {
+		return r
+	}
+	return &ModeResult{Mode: m}
+}
+
+// spec is s, or an empty service.
+func spec(s *Service) *Service {
+	if s == nil {
+		return &Service{}
+	}
+	return s
+}

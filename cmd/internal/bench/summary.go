@@ -1,0 +1,222 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// ComputeSummary derives the contract's numbers from the scenarios. Each is
+// the worst case over the scenarios of its section (docs/bench.md): a
+// scheduler's claim has to hold for every pair, and the median is in the
+// report beside it. Sensitivity variants are not part of the summary.
+func ComputeSummary(scs []Scenario) Summary {
+	var s Summary
+	var p1, p2, p3a, p3b, p4, p5, p6 []float64
+	for i := range scs {
+		sc := &scs[i]
+		if sc.Error != "" {
+			continue
+		}
+		switch sc.Section {
+		case SecScheme2:
+			if sc.Overhead != nil {
+				p1 = append(p1, sc.Overhead.PctP50)
+			}
+		case SecScheme3:
+			if sc.Overhead != nil {
+				p2 = append(p2, sc.Overhead.PctP50)
+			}
+		case SecPair:
+			d := sc.Derived
+			if d == nil {
+				continue
+			}
+			if v, ok := d.HPVsAloneP50[ModeFikit]; ok {
+				p3a = append(p3a, v)
+			}
+			if v, ok := d.HPVsAloneP99[ModeFikit]; ok {
+				p3b = append(p3b, v)
+			}
+			if d.Speedup > 0 {
+				p4 = append(p4, d.Speedup)
+			}
+			if fk := sc.Mode(ModeFikit); fk != nil && fk.FillPct != nil {
+				p5 = append(p5, *fk.FillPct)
+			}
+		case SecStability:
+			if fk := sc.Mode(ModeFikit); fk != nil && fk.LP.Runs > 1 {
+				p6 = append(p6, fk.LP.CV)
+			}
+		case SecMicro:
+			if m := sc.Micro; m != nil {
+				if m.Hook != nil {
+					s.P7HookNs = ptr(m.Hook.HolderAddedNs)
+				}
+				if m.Grant != nil && m.Grant.RatioP50 > 0 {
+					s.P8GrantRTTRatio = ptr(m.Grant.RatioP50)
+				}
+			}
+		}
+	}
+	s.P1OverheadPct = maxOf(p1)
+	s.P2OverheadPct = maxOf(p2)
+	s.P3HPRatioP50 = maxOf(p3a)
+	s.P3HPRatioP99 = maxOf(p3b)
+	s.P4SpeedupMin = minOf(p4)
+	s.P4SpeedupMax = maxOf(p4)
+	s.P5FillPct = minOf(p5)
+	s.P6LPCV = maxOf(p6)
+	return s
+}
+
+// Target is one summary number beside its target and the paper's figure.
+type Target struct {
+	Key     string   `json:"key"`
+	What    string   `json:"what"`
+	Value   *float64 `json:"value"`
+	Median  *float64 `json:"median,omitempty"`
+	Target  string   `json:"target"`
+	Pass    *bool    `json:"pass"` // nil: no target, or not measured
+	Paper   string   `json:"paper"`
+	Comment string   `json:"comment,omitempty"`
+}
+
+// Check sets each summary number beside its target (the issue's) and the
+// paper's figure; medians across scenarios go beside the worst cases.
+func Check(s Summary, scs []Scenario) []Target {
+	med := medians(scs)
+	le := func(v *float64, lim float64) *bool {
+		if v == nil {
+			return nil
+		}
+		b := *v <= lim
+		return &b
+	}
+	ge := func(v *float64, lim float64) *bool {
+		if v == nil {
+			return nil
+		}
+		b := *v >= lim
+		return &b
+	}
+	return []Target{
+		{Key: "p1_overhead_pct", What: "Scheme II: JCT overhead of the sharing phase vs no hook, % (worst service)",
+			Value: s.P1OverheadPct, Median: med["p1"], Target: "≤ 1 %", Pass: le(s.P1OverheadPct, 1), Paper: "0.09–4.93 % (Fig. 14)"},
+		{Key: "p2_overhead_pct", What: "Scheme III: JCT overhead of the profiling phase vs no hook, % (worst service)",
+			Value: s.P2OverheadPct, Median: med["p2"], Target: "≤ 15 %", Pass: le(s.P2OverheadPct, 15), Paper: "34.52–71.78 % (Fig. 15)"},
+		{Key: "p3_hp_ratio_p50", What: "IV a/b: HP p50 JCT under fikit / HP alone (worst pair)",
+			Value: s.P3HPRatioP50, Median: med["p3a"], Target: "≤ 1.05", Pass: le(s.P3HPRatioP50, 1.05), Paper: "not reported"},
+		{Key: "p3_hp_ratio_p99", What: "IV a/b: HP p99 JCT under fikit / HP alone p99 (worst pair)",
+			Value: s.P3HPRatioP99, Median: med["p3b"], Target: "≤ 1.10", Pass: le(s.P3HPRatioP99, 1.10), Paper: "not reported"},
+		{Key: "p4_speedup_min", What: "IV a/b: HP p50 speedup of fikit over default sharing (smallest pair)",
+			Value: s.P4SpeedupMin, Median: med["p4"], Target: "none", Paper: "1.32× (Fig. 16)"},
+		{Key: "p4_speedup_max", What: "IV a/b: HP p50 speedup of fikit over default sharing (largest pair)",
+			Value: s.P4SpeedupMax, Median: med["p4"], Target: "none", Paper: "16.41× (Fig. 16)"},
+		{Key: "p5_fill_pct", What: "IV a/b: share of the HP's idle GPU time filled by LP kernels under fikit, % (worst pair)",
+			Value: s.P5FillPct, Median: med["p5"], Target: "≥ 80 %", Pass: ge(s.P5FillPct, 80), Paper: "not reported"},
+		{Key: "p6_lp_cv", What: "IV d: coefficient of variation of the LP JCT under fikit (worst pair)",
+			Value: s.P6LPCV, Median: med["p6"], Target: "≤ 0.10", Pass: le(s.P6LPCV, 0.10), Paper: "0.095–0.164 (Table 3)"},
+		{Key: "p7_hook_ns", What: "hook holder path: ns added per cuLaunchKernel (hook-bench holder − no hook)",
+			Value: s.P7HookNs, Target: "≤ 300 ns", Pass: le(s.P7HookNs, 300), Paper: "not reported"},
+		{Key: "p8_grant_rtt_ratio", What: "LaunchRequest→Grant round trip p50 / raw UDP echo p50, same process",
+			Value: s.P8GrantRTTRatio, Target: "≤ 1.25", Pass: le(s.P8GrantRTTRatio, 1.25), Paper: "not reported"},
+	}
+}
+
+// medians are the medians across scenarios of the numbers whose worst case
+// the summary holds.
+func medians(scs []Scenario) map[string]*float64 {
+	vals := map[string][]float64{}
+	for i := range scs {
+		sc := &scs[i]
+		if sc.Error != "" {
+			continue
+		}
+		switch sc.Section {
+		case SecScheme2, SecScheme3:
+			if sc.Overhead != nil {
+				k := "p1"
+				if sc.Section == SecScheme3 {
+					k = "p2"
+				}
+				vals[k] = append(vals[k], sc.Overhead.PctP50)
+			}
+		case SecPair:
+			if d := sc.Derived; d != nil {
+				if v, ok := d.HPVsAloneP50[ModeFikit]; ok {
+					vals["p3a"] = append(vals["p3a"], v)
+				}
+				if v, ok := d.HPVsAloneP99[ModeFikit]; ok {
+					vals["p3b"] = append(vals["p3b"], v)
+				}
+				if d.Speedup > 0 {
+					vals["p4"] = append(vals["p4"], d.Speedup)
+				}
+			}
+			if fk := sc.Mode(ModeFikit); fk != nil && fk.FillPct != nil {
+				vals["p5"] = append(vals["p5"], *fk.FillPct)
+			}
+		case SecStability:
+			if fk := sc.Mode(ModeFikit); fk != nil && fk.LP.Runs > 1 {
+				vals["p6"] = append(vals["p6"], fk.LP.CV)
+			}
+		}
+	}
+	out := map[string]*float64{}
+	for k, v := range vals {
+		out[k] = ptr(median(v))
+	}
+	return out
+}
+
+func ptr(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+func maxOf(v []float64) *float64 {
+	if len(v) == 0 {
+		return nil
+	}
+	m := v[0]
+	for _, x := range v[1:] {
+		m = math.Max(m, x)
+	}
+	return ptr(m)
+}
+
+func minOf(v []float64) *float64 {
+	if len(v) == 0 {
+		return nil
+	}
+	m := v[0]
+	for _, x := range v[1:] {
+		m = math.Min(m, x)
+	}
+	return ptr(m)
+}
+
+// median of v (the mean of the middle two for an even count); NaN if empty.
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// fmtPtr formats an optional number.
+func fmtPtr(v *float64, format string) string {
+	if v == nil {
+		return "not measured"
+	}
+	return fmt.Sprintf(format, *v)
+}
