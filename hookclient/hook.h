@@ -162,6 +162,7 @@ typedef struct fk_task {
 	atomic_int rereg;         /* register again (waiter timeout, Error unknown task) */
 	/* sender-only */
 	uint32_t heartbeat_ms;
+	uint32_t profile_runs;    /* T, from the RegisterAck */
 	uint64_t next_heartbeat_ns;
 	uint32_t run;            /* runs ended since registration */
 	void *meas;              /* measurement state (measure.c) */

@@ -38,6 +38,9 @@
 #define MEAS_PER_DGRAM ((FK_MAX_DATAGRAM - FK_MEAS_HEAD_MAX) / FK_MEAS_REC_MAX)
 #define FK_SLOW_LAUNCH_NS 5000 /* a launch call this much slower than the run's fastest: a stall */
 #define FK_IDLE_READ_NS 1000000 /* no launch for this long: the service is between requests */
+#define FK_MEAN_ERR_NS 250      /* a run that may move a kernel ID's profile mean this much is not reported … */
+#define FK_AMBIGUOUS_SKIP 8     /* … unless this many runs in a row were not reported for it */
+#define FK_DEFAULT_RUNS 100     /* T, if the daemon did not say */
 
 typedef struct mitem {
 	uint8_t kind;
@@ -53,6 +56,8 @@ typedef struct kstat {
 	uint32_t info_reg; /* KernelInfo sent in this registration (mstate.reg + 1) */
 	uint32_t n;        /* durations observed whole */
 	uint64_t sum;
+	uint32_t run_mark; /* the run run_n counts launches of (t->run + 1) */
+	uint32_t run_n;
 } kstat;
 
 /* A kernel of the current run, measured, waiting for the run's end. */
@@ -77,6 +82,9 @@ typedef struct mstate {
 	uint64_t anchor_host;   /* … and its host time */
 	int has_anchor;
 	int run_bad;            /* a kernel of this run could not be measured */
+	unsigned ambiguous_runs; /* consecutive runs not reported as too uncertain */
+	int64_t cold_sp[8], cold_ex[8]; /* recent first launches' spacing and excess */
+	size_t ncold;
 	size_t ends;            /* run ends queued */
 	rkernel *run;           /* this run's kernels */
 	size_t nrun, caprun;
@@ -233,6 +241,37 @@ static void drop_anchor(fk_task *t, mstate *m)
 	m->has_anchor = 0;
 }
 
+static int64_t median8(const int64_t *v, size_t n)
+{
+	int64_t s[8];
+	memcpy(s, v, n * sizeof *s);
+	for (size_t i = 1; i < n; i++) /* insertion sort: n ≤ 8 */
+		for (size_t j = i; j > 0 && s[j - 1] > s[j]; j--) {
+			int64_t x = s[j];
+			s[j] = s[j - 1];
+			s[j - 1] = x;
+		}
+	return s[n / 2];
+}
+
+/* The usual cold path of the task's first launches in a run (median over
+ * the last 8 runs, this one included), as spacing and excess. */
+static void cold_path(mstate *m, int64_t sp, int64_t ex, int64_t *cold_sp, int64_t *cold_ex)
+{
+	m->cold_sp[m->ncold % 8] = sp;
+	m->cold_ex[m->ncold % 8] = ex;
+	m->ncold++;
+	size_t n = m->ncold < 8 ? m->ncold : 8;
+	*cold_sp = median8(m->cold_sp, n);
+	*cold_ex = median8(m->cold_ex, n);
+}
+
+/* How late a kernel started after its start event, within [0, its duration]. */
+static int64_t clamp_late(int64_t late, int64_t dur)
+{
+	return late < 0 ? 0 : late > dur ? (dur > 0 ? dur : 0) : late;
+}
+
 static void settle(fk_task *t, mstate *m)
 {
 	int64_t umin = m->run[0].u, pmin = m->run[0].post, emin = m->run[0].endcall;
@@ -241,7 +280,19 @@ static void settle(fk_task *t, mstate *m)
 		pmin = m->run[i].post < pmin ? m->run[i].post : pmin;
 		emin = m->run[i].endcall < emin ? m->run[i].endcall : emin;
 	}
-	int64_t late_next = 0;
+	/* How often each kernel ID occurs in this run: one kernel's error is
+	 * spread over all of its ID's occurrences in the T runs. */
+	for (size_t i = 0; i < m->nrun; i++) {
+		kstat *st = kstat_of(m, m->run[i].kid);
+		if (st && st->run_mark != t->run + 1) {
+			st->run_mark = t->run + 1;
+			st->run_n = 0;
+		}
+		if (st)
+			st->run_n++;
+	}
+	int64_t runs = t->profile_runs ? t->profile_runs : FK_DEFAULT_RUNS;
+	int64_t late_next = 0, mean_err = 0, worst_off = 0;
 	for (size_t i = m->nrun; i-- > 0;) { /* backwards: a gap needs the next kernel's late */
 		rkernel *k = &m->run[i];
 		/* How much slower than the run's fastest the launch call was. The
@@ -251,8 +302,37 @@ static void settle(fk_task *t, mstate *m)
 		 * time went is unknown: half is the unbiased guess (the error is
 		 * at most half the excess). */
 		int64_t excess = k->post - pmin, slack = k->u - umin;
-		int64_t late = (int64_t)k->spacing + (k->first ? excess : excess / 2) - slack;
-		late = late < 0 ? 0 : late > k->dur ? (k->dur > 0 ? k->dur : 0) : late;
+		int64_t late = clamp_late((int64_t)k->spacing + (k->first ? excess : excess / 2) - slack, k->dur);
+		{
+			/* How far off the guess may be: half the range the true value
+			 * lies in. A run's first launch comes after idle time, with
+			 * nothing earlier in the run to tell whether its start event
+			 * fired when recorded: all of its excess and spacing are taken
+			 * to delay the kernel, which is right as far as they are the
+			 * usual cold path of the task's first launches; beyond that,
+			 * the thread may as well have stalled in recording the event,
+			 * and the guess may be off by all of the rest. */
+			int64_t lo, hi = clamp_late((int64_t)k->spacing + excess - slack, k->dur), off;
+			if (k->first) {
+				int64_t sp = (int64_t)k->spacing, cold_sp, cold_ex;
+				cold_path(m, sp, excess, &cold_sp, &cold_ex);
+				lo = clamp_late((sp < cold_sp ? sp : cold_sp) + (excess < cold_ex ? excess : cold_ex) - slack,
+						k->dur);
+				off = hi - lo;
+			} else {
+				lo = clamp_late((int64_t)k->spacing - slack, k->dur);
+				off = (hi - lo) / 2;
+			}
+			/* The error moves time between this kernel's duration and
+			 * the previous kernel's gap: the rarer ID's mean moves most. */
+			kstat *a = kstat_of(m, k->kid), *b = i ? kstat_of(m, m->run[i - 1].kid) : NULL;
+			int64_t occ = a && a->run_n ? a->run_n : 1;
+			if (b && b->run_n && b->run_n < occ)
+				occ = b->run_n;
+			int64_t err = off / (occ * runs);
+			mean_err = err > mean_err ? err : mean_err;
+			worst_off = off > worst_off ? off : worst_off;
+		}
 		/* A call slower by much more (the thread preempted, a driver
 		 * stall) leaves where the kernel, or the end event, was enqueued
 		 * unknown, unless the device was busy past it: the start event
@@ -294,6 +374,23 @@ static void settle(fk_task *t, mstate *m)
 		fk_log(FK_LOG_DEBUG, "run %u not measured whole", t->run);
 		return;
 	}
+	/* A launch call stalled long (the thread preempted, on a loaded
+	 * machine typically) while the device idled: whether the kernel or
+	 * the gap before it took that time is a guess off by up to half the
+	 * stall. Where that could move a kernel ID's mean over the T profiled
+	 * runs by more than FK_MEAN_ERR_NS (a kernel launched once per run
+	 * needs a stall of T/4 µs or more; one launched 20 times a run, 20
+	 * times that), the run is reported without records (the daemon
+	 * discards it), unless the service has such stalls in every run: then
+	 * they go, rather than never. */
+	if (mean_err > FK_MEAN_ERR_NS && m->ambiguous_runs < FK_AMBIGUOUS_SKIP) {
+		m->ambiguous_runs++;
+		m->run_bad = 1;
+		fk_log(FK_LOG_DEBUG, "run %u: a kernel's start uncertain by %lld ns: not reported", t->run,
+		       (long long)worst_off);
+		return;
+	}
+	m->ambiguous_runs = 0;
 	fk_meas_rec out[MEAS_PER_DGRAM];
 	size_t n = 0;
 	uint32_t id = atomic_load(&t->task_id);

@@ -232,6 +232,7 @@ static void on_register_ack(const fk_msg_in *m)
 			atomic_store(&t->partial_run, 1);
 		atomic_store(&t->task_id, m->task_id);
 		t->heartbeat_ms = m->heartbeat_ms;
+		t->profile_runs = m->profile_runs;
 		t->next_heartbeat_ns = fk_now_ns() + (uint64_t)m->heartbeat_ms * 1000000u;
 		t->run = 1;
 		t->reg_backoff_ms = 0;

@@ -96,7 +96,7 @@ func (n *Node) grant(r *request, ds []int64) {
 	n.stats.GrantedNs += r.est
 	r.t.lastLaunch = n.now
 	r.t.busyUntil = g.lpBusyUntil
-	n.noteForeignLaunch(r.t)
+	n.noteWork(r.t, n.now, g.lpBusyUntil)
 }
 
 // revokeCredit takes back every waiter's unused credit when the holders

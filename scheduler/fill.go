@@ -8,11 +8,12 @@ package scheduler
 // say when it happened): a holder's, or one covered by credit.
 func (n *Node) notified(t *task, seq uint32, kernel uint64, at int64) {
 	n.countSeq(t, seq)
-	n.noteForeignLaunch(t)
 	if t.role == RoleHolder {
-		n.holderLaunch(t, kernel, at, seq)
+		n.noteLaunch(t, seq, at, n.holderLaunch(t, kernel, at, seq))
+		n.noteWork(t, at, t.busyUntil)
 		return
 	}
+	n.noteLaunch(t, seq, at, 0)
 	g := t.gpu
 	n.waiterRunStart(t, seq)
 	if t.credit > 0 {
@@ -29,6 +30,7 @@ func (n *Node) notified(t *task, seq uint32, kernel uint64, at int64) {
 	}
 	t.lastLaunch = at
 	t.busyUntil = g.lpBusyUntil
+	n.noteWork(t, at, t.busyUntil)
 }
 
 // waiterRunStart starts a waiter's run at its first launch (seq) after a run
@@ -38,7 +40,6 @@ func (n *Node) waiterRunStart(t *task, seq uint32) {
 	if !t.inRun {
 		t.inRun = true
 		t.runStart = n.now
-		n.runStarted(t)
 	}
 }
 
@@ -53,10 +54,10 @@ func (n *Node) requested(t *task, seq uint32, kernel uint64) {
 		if t.role != RoleHolder {
 			n.electHolders(g, nil)
 		}
-		n.noteForeignLaunch(t)
 		n.out.Grants = append(n.out.Grants, Grant{Task: t.id, Seq: seq})
 		n.stats.Grants++
-		n.holderLaunch(t, kernel, n.now, seq)
+		n.noteLaunch(t, seq, n.now, n.holderLaunch(t, kernel, n.now, seq))
+		n.noteWork(t, n.now, t.busyUntil)
 		n.schedule(g)
 		return
 	}
@@ -66,6 +67,7 @@ func (n *Node) requested(t *task, seq uint32, kernel uint64) {
 		}
 	}
 	t.lastActive = n.now
+	n.noteLaunch(t, seq, n.now, 0)
 	n.waiterRunStart(t, seq)
 	g.queues[t.prio] = append(g.queues[t.prio], &request{
 		t: t, seq: seq, kernel: kernel, est: n.estimateAt(t, kernel, seq), arrived: n.now, lastHold: n.now,
@@ -96,8 +98,8 @@ func (n *Node) holderPrio(g *gpu) uint8 {
 
 // holderLaunch updates the predictions after a holder launched kernel k as
 // seq at time now (its launch time, possibly before the core's current
-// time).
-func (n *Node) holderLaunch(h *task, k uint64, now int64, seq uint32) {
+// time), and returns the kernel's predicted duration.
+func (n *Node) holderLaunch(h *task, k uint64, now int64, seq uint32) int64 {
 	g := h.gpu
 	if h.predicted > 0 {
 		// Compare device-side: the kernel starts when it arrives or when
@@ -136,7 +138,6 @@ func (n *Node) holderLaunch(h *task, k uint64, now int64, seq uint32) {
 		}
 		h.delayUsed = h.delayPending
 		h.delayPending = 0
-		n.runStarted(h)
 	}
 	// Early stop: whatever window was open has ended now.
 	if g.window.open && now < g.window.end {
@@ -166,6 +167,7 @@ func (n *Node) holderLaunch(h *task, k uint64, now int64, seq uint32) {
 		}
 	}
 	n.updateWindow(g)
+	return dur
 }
 
 // holderRunEnded: a holder's run ended, so until its next launch the GPU is
@@ -182,6 +184,9 @@ func (n *Node) holderRunEnded(h *task, runNs int64) {
 	}
 	h.inRun = false
 	h.runEnd = end
+	// A run ends when its work is done, whatever was predicted: kernels of
+	// unknown length (a profiling holder's) are assumed long.
+	h.busyUntil = mini(h.busyUntil, end)
 	h.nextLaunch = 0
 	// The next run starts after the learned gap, or one learned interval
 	// after this run's start, whichever is sooner: a run that ran long
@@ -193,7 +198,6 @@ func (n *Node) holderRunEnded(h *task, runNs int64) {
 		}
 		if next-end >= n.cfg.MinGap {
 			h.nextLaunch = next
-			h.busyUntil = mini(h.busyUntil, end)
 		}
 	}
 	n.updateWindow(h.gpu)

@@ -178,6 +178,9 @@ func (n *Node) register(e TaskRegistered) error {
 	}
 	n.tasks[t.id] = t
 	g.addTask(t)
+	if t.prof != nil {
+		n.seedForeign(t)
+	}
 	n.stats.Registered++
 	n.electHolders(g, t)
 	n.out.Acks = append(n.out.Acks, Ack{

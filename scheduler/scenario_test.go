@@ -85,6 +85,19 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			GPU: gpu, Model: "sim", Profile: p})
 	case "notify":
 		err = h.node.Step(LaunchNotified{Now: h.now, Task: taskArg(t, args), Seq: uint32(num(t, args, "seq", 0)), Kernel: uint64(num(t, args, "kernel", 0))})
+	case "batch":
+		// A LaunchBatch: one line per launch, `kernel launched_at`.
+		e := LaunchesNotified{Now: h.now, Task: taskArg(t, args), Seq: uint32(num(t, args, "seq", 0))}
+		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+			f := strings.Fields(line)
+			if len(f) != 2 {
+				t.Fatalf("%s: batch lines are `kernel launched_at`", d.Pos)
+			}
+			k, _ := strconv.ParseUint(f[0], 10, 64)
+			e.Kernels = append(e.Kernels, k)
+			e.Times = append(e.Times, dur(t, f[1]))
+		}
+		err = h.node.Step(e)
 	case "request":
 		err = h.node.Step(LaunchRequested{Now: h.now, Task: taskArg(t, args), Seq: uint32(num(t, args, "seq", 0)), Kernel: uint64(num(t, args, "kernel", 0))})
 	case "runend":

@@ -29,6 +29,11 @@ type task struct {
 	resv    []int64
 	resvSum int64
 	lostSeq uint64 // launches whose notification never arrived
+	// recent are its launches not yet attributed to an ended run, in
+	// arrival order: when each happened, and its predicted duration for a
+	// holder. Run ends may arrive after the next run's launches; these
+	// place that run in time.
+	recent []launchRec
 
 	est *Estimates
 	// gapCorr holds online-corrected gap predictions (GapEWMA > 0).
@@ -58,6 +63,17 @@ type task struct {
 
 	prof *profiling // non-nil while profiling
 }
+
+// launchRec is one launch of a task.
+type launchRec struct {
+	seq uint32
+	at  int64
+	dur int64
+}
+
+// maxRecent bounds a task's recent launches (a task that never reports run
+// ends must not grow them without limit).
+const maxRecent = 1 << 16
 
 // request is one waiting launch.
 type request struct {
