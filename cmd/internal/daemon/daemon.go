@@ -1,8 +1,9 @@
 // Package daemon is `fikit serve`: it owns the UDP socket, the clock and the
 // profile store, and drives the pure scheduling core (package scheduler) with
-// the messages hooks send. One goroutine reads datagrams and feeds the core;
-// the core's deadline becomes the socket's read deadline, so time-driven
-// decisions (idle holders, holds, dead tasks) need no second goroutine.
+// the messages hooks send. One goroutine reads datagrams and feeds the core.
+// Whatever else must reach the core — its deadline (a ppoll thread, see
+// timer.go), the exit of a hooked process (exitwatch.go) — expires the
+// socket's read deadline, which returns that goroutine's read at once.
 package daemon
 
 import (
@@ -50,6 +51,7 @@ type Server struct {
 	pers  *persister
 	met   *metrics
 	timer *deadlineTimer
+	exits *exitWatcher
 	debug bool // log every decision
 
 	mu   sync.Mutex // guards everything below; held while the core works
@@ -104,10 +106,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.met = newMetrics(s)
 	s.debug = cfg.Logger.Enabled(context.Background(), slog.LevelDebug)
-	if s.timer, err = newDeadlineTimer(func() { _ = conn.SetReadDeadline(time.Unix(1, 0)) }); err != nil {
+	wake := func() { _ = conn.SetReadDeadline(time.Unix(1, 0)) }
+	if s.timer, err = newDeadlineTimer(wake); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("daemon: timer: %w", err)
 	}
+	s.exits = newExitWatcher(wake)
 	s.pers = newPersister(cfg.Store, cfg.Logger)
 	if cfg.AdminSocket != "" {
 		if s.admin, err = newAdminServer(s, cfg.AdminSocket); err != nil {
@@ -190,9 +194,24 @@ func (s *Server) loop(ctx context.Context) error {
 			}
 		}
 		s.mu.Lock()
+		s.reapExited()
 		s.flush()
 		s.mu.Unlock()
 		s.sendBatch()
+	}
+}
+
+// reapExited removes the tasks whose processes ended. Called with mu held.
+func (s *Server) reapExited() {
+	for _, e := range s.exits.takeExited() {
+		ta := s.tasks[e.id]
+		if ta == nil {
+			continue // it said goodbye meanwhile
+		}
+		if s.step(scheduler.TaskLeft{Now: s.now(), Task: e.id}, netip.AddrPort{}) {
+			s.log.Info("task exited without goodbye", "task", e.id, "key", ta.key, "pid", e.pid)
+		}
+		delete(s.tasks, e.id)
 	}
 }
 
@@ -201,6 +220,7 @@ func (s *Server) shutdown() {
 	tasks := len(s.tasks)
 	s.mu.Unlock()
 	s.timer.close()
+	s.exits.close()
 	s.conn.Close()
 	if s.admin != nil {
 		s.admin.close()

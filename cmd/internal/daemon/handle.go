@@ -86,6 +86,7 @@ func (s *Server) handle(b []byte, src netip.AddrPort) {
 		id := scheduler.TaskID(m.TaskID)
 		if s.step(scheduler.TaskLeft{Now: now, Task: id}, src) {
 			delete(s.tasks, id)
+			s.exits.forget(id)
 		}
 	default:
 		s.replyError(src, udp.CodeInvalidValue, 0, "daemon-to-hook message sent to the daemon: "+m.Type().String())
@@ -168,6 +169,7 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 	}
 	s.log.Info("task registered", "task", id, "key", m.TaskKey, "pid", m.PID, "priority", m.Priority,
 		"gpu", model, "phase", phase)
+	s.exits.watch(id, m.PID, src)
 }
 
 // lookupProfile finds a task's stored profile (cached: a Badger read per
@@ -239,6 +241,7 @@ func (s *Server) flush() {
 			s.log.Warn("task dropped: no heartbeat", "task", id, "key", ta.key)
 		}
 		delete(s.tasks, id)
+		s.exits.forget(id)
 	}
 	s.armDeadline(r.Deadline)
 }
