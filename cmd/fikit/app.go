@@ -41,6 +41,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		ErrWriter:            stdout,
 		HideHelpCommand:      true,
 		EnableBashCompletion: false,
+		// Flag values such as --service trace=…,prio=0 carry their own commas.
+		DisableSliceFlagSeparator: true,
 		Commands: []*cli.Command{
 			serveCommand(),
 			runCommand(),
