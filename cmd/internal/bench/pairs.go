@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/fikit/fikit/cmd/internal/harness"
-	"github.com/fikit/fikit/udp"
 )
 
 // both is one measured mode of two services together.
@@ -58,10 +57,6 @@ func (r *runner) together(ctx context.Context, env, bgEnv *harness.Env, fg, bg s
 	}
 	fres, ferr := fp.Wait()
 	bres := bp.Stop()
-	if hooked {
-		r.goodbye(fg.Key)
-		r.goodbye(bg.Key)
-	}
 	if ferr != nil {
 		return nil, ferr
 	}
@@ -89,37 +84,6 @@ func (r *runner) task(key string) (id uint32, pid int) {
 	return id, pid
 }
 
-// goodbye tells the daemon that the task registered under key has left,
-// on behalf of its process, which has exited: the replayer is a Go program,
-// whose os.Exit skips the atexit handler in which the hook says goodbye
-// (a C or Python service runs it), so the daemon would otherwise keep the
-// dead task — a holder, if it had the best priority — until it misses its
-// heartbeats (DeadAfter). The ratio section measures that case too.
-func (r *runner) goodbye(key string) {
-	if err := sayGoodbye(r.d, key); err != nil {
-		r.logf("  goodbye for %s: %v", key, err)
-	}
-}
-
-// sayGoodbye sends d a Goodbye for the newest task registered under key.
-func sayGoodbye(d *harness.Daemon, key string) error {
-	var id uint32
-	for _, t := range d.Status().Tasks {
-		if t.Key == key && t.ID >= id {
-			id = t.ID
-		}
-	}
-	if id == 0 {
-		return nil
-	}
-	c, err := udp.Dial(d.Addr())
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	return c.Send(&udp.Goodbye{TaskID: id})
-}
-
 // alone1 runs s by itself (exclusive use of the GPU; hooked for Scheme II).
 func (r *runner) alone1(ctx context.Context, env *harness.Env, s svc, hooked bool) (*harness.Result, error) {
 	if hooked {
@@ -130,9 +94,6 @@ func (r *runner) alone1(ctx context.Context, env *harness.Env, s svc, hooked boo
 		return nil, err
 	}
 	res, err := p.Wait()
-	if hooked {
-		r.goodbye(s.Key)
-	}
 	if err != nil {
 		return nil, err
 	}

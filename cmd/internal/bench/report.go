@@ -110,7 +110,7 @@ func overheadSection(p printer, res *Results, sec, title, paper string) {
 			continue
 		}
 		if sc.Error != "" || sc.Overhead == nil {
-			p("| %s | error: %s | | | | | | | |\n", sc.Name, oneLine(sc.Error))
+			p("| %s | error: %s | | | | | | |\n", sc.Name, oneLine(sc.Error))
 			continue
 		}
 		o := sc.Overhead
@@ -203,17 +203,16 @@ func ratioSection(p printer, res *Results) {
 	p("both services hooked and started together. *HP tasks ahead* counts the HP tasks not done when the LP task started ")
 	p("(process starts are not synchronised exactly: see the lag). Paper: about 1 at 1:1, rising linearly up to 50:1 while ")
 	p("fikit's LP JCT stays constant.\n\n")
-	p("The replayer is a Go program, and Go's os.Exit skips the atexit handler in which the hook says goodbye, so when the HP's ")
-	p("process has finished its K tasks the bench sends the goodbye on its behalf (what the hook does at exit in a C or Python ")
-	p("service); the last column is the same 1:1 trials without it.\n\n")
-	p("| pair | K:1 | trials | LP fikit | LP exclusive | exclusive / fikit | HP tasks ahead | LP start − HP start | LP fikit, no goodbye |\n|---|---|---|---|---|---|---|---|---|\n")
+	p("The replayer is a Go program, and Go's os.Exit skips the atexit handler in which the hook says goodbye: the daemon ")
+	p("notices the HP process's exit itself (a pidfd), as it would a crash.\n\n")
+	p("| pair | K:1 | trials | LP fikit | LP exclusive | exclusive / fikit | HP tasks ahead | LP start − HP start |\n|---|---|---|---|---|---|---|---|\n")
 	for _, sc := range sections(res, SecRatio) {
 		if sc.Error != "" {
-			p("| %s | error: %s | | | | | | | |\n", sc.Name, oneLine(sc.Error))
+			p("| %s | error: %s | | | | | | |\n", sc.Name, oneLine(sc.Error))
 		}
 		for _, pt := range sc.Ratio {
-			p("| %s | %d:1 | %d | %s | %s | %s | %.1f | %s | %s |\n", sc.Name, pt.K, pt.Trials, ms(pt.LPFikitNs), ms(pt.LPExclusiveNs),
-				x(pt.Speedup), pt.HPAhead, ms(pt.LagNs), ms(pt.NoGoodbyeNs))
+			p("| %s | %d:1 | %d | %s | %s | %s | %.1f | %s |\n", sc.Name, pt.K, pt.Trials, ms(pt.LPFikitNs), ms(pt.LPExclusiveNs),
+				x(pt.Speedup), pt.HPAhead, ms(pt.LagNs))
 		}
 	}
 	p("\n")
@@ -499,13 +498,6 @@ func moreFindings(res *Results) []string {
 				share := 100 * (ctl - 1) / (fk - 1)
 				out = append(out, fmt.Sprintf("iv_ab %s: fikit's HP is %s alone; with the LP on another device (no GPU contention) %s, "+
 					"so about %.0f %% of the slowdown is host-side cost on this machine, the rest the GPU.", sc.Name, x(fk), x(ctl), math.Max(0, math.Min(100, share))))
-			}
-		case SecRatio:
-			for _, pt := range sc.Ratio {
-				if pt.NoGoodbyeNs > 0 && pt.NoGoodbyeNs > 1.5*pt.LPFikitNs {
-					out = append(out, fmt.Sprintf("ratio %s: when the HP process exits without a goodbye (Go services, crashes) the LP's task "+
-						"took %s instead of %s: the daemon keeps the dead holder until it misses its heartbeats.", sc.Name, ms(pt.NoGoodbyeNs), ms(pt.LPFikitNs)))
-				}
 			}
 		}
 	}

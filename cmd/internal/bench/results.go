@@ -207,10 +207,6 @@ type Point struct {
 	// started; LagNs the mean LP start minus the HP's first start.
 	HPAhead float64 `json:"hp_tasks_ahead"`
 	LagNs   float64 `json:"lp_start_lag_ns"`
-	// NoGoodbyeNs (K = 1 only) is the mean LP JCT when the exited HP's
-	// goodbye is not sent on its behalf (a Go service, or a crash): the
-	// daemon keeps the dead holder until it misses its heartbeats.
-	NoGoodbyeNs float64 `json:"lp_fikit_no_goodbye_ns,omitempty"`
 }
 
 // Micro is the micro-benchmark section.

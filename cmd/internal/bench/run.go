@@ -212,11 +212,7 @@ func (r *runner) profileAll(ctx context.Context) error {
 }
 
 // profile replays s under the hook until the daemon has its complete
-// profile. Unlike harness.Env.Profile it says goodbye for each attempt's
-// exited replayer and waits for the daemon to have no task left before the
-// next process registers: a profiling task that registers while a dead
-// one is still on the GPU has its profiling runs discarded (see the
-// report's notes), so attempts back to back without goodbyes can all fail.
+// profile, each attempt alone on the daemon (see quiesce).
 func (r *runner) profile(ctx context.Context, env *harness.Env, s svc) error {
 	for attempt := 1; attempt <= 3; attempt++ {
 		r.quiesce()
@@ -227,7 +223,6 @@ func (r *runner) profile(ctx context.Context, env *harness.Env, s svc) error {
 			return err
 		}
 		_, err = p.Wait()
-		r.goodbye(s.Key)
 		if err != nil {
 			return fmt.Errorf("profiling: %w", err)
 		}
@@ -242,8 +237,8 @@ func (r *runner) profile(ctx context.Context, env *harness.Env, s svc) error {
 }
 
 // quiesce waits (up to half a second) until the daemon has no task: the
-// processes of the previous step have exited and said goodbye, or have
-// been dropped for silence.
+// processes of the previous step have exited (the replayer, a Go program,
+// exits without the hook's Goodbye; the daemon notices the exit itself).
 func (r *runner) quiesce() {
 	deadline := time.Now().Add(500 * time.Millisecond)
 	for len(r.d.Status().Tasks) > 0 && time.Now().Before(deadline) {

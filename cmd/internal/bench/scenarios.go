@@ -64,11 +64,6 @@ func (r *runner) overhead1(ctx context.Context, d *harness.Daemon, s svc, sec st
 			return nil, err
 		}
 		res, err := p.Wait()
-		if hooked {
-			if gerr := sayGoodbye(d, key); gerr != nil {
-				r.logf("  goodbye for %s: %v", key, gerr)
-			}
-		}
 		if err == nil && len(res.Runs) == 0 {
 			err = fmt.Errorf("%s completed no runs", s.Trace)
 		}
@@ -172,7 +167,7 @@ func (r *runner) ratio1(ctx context.Context, env *harness.Env, hpc, lp svc, k in
 	pt := Point{K: k, Trials: r.p.ratioTrials, LPExclusiveNs: float64(k)*ta + tb}
 	var jct, ahead, lag float64
 	for t := 0; t < r.p.ratioTrials; t++ {
-		tr, err := r.ratioTrial(ctx, env, hpc, lp, k, true)
+		tr, err := r.ratioTrial(ctx, env, hpc, lp, k)
 		if err != nil {
 			return pt, fmt.Errorf("trial %d: %w", t, err)
 		}
@@ -181,26 +176,14 @@ func (r *runner) ratio1(ctx context.Context, env *harness.Env, hpc, lp svc, k in
 	n := float64(r.p.ratioTrials)
 	pt.LPFikitNs, pt.HPAhead, pt.LagNs = jct/n, ahead/n, lag/n
 	pt.Speedup = ratio(pt.LPExclusiveNs, pt.LPFikitNs)
-	if k == 1 {
-		// Again without the goodbye on the HP's behalf: what the LP sees
-		// when a high-priority process exits without one.
-		for t := 0; t < r.p.ratioTrials; t++ {
-			tr, err := r.ratioTrial(ctx, env, hpc, lp, k, false)
-			if err != nil {
-				return pt, fmt.Errorf("trial without goodbye: %w", err)
-			}
-			pt.NoGoodbyeNs += tr.jct / n
-		}
-	}
 	return pt, nil
 }
 
 type trial struct{ jct, ahead, lag float64 }
 
 // ratioTrial starts the HP's k tasks (back to back) and the LP's one task
-// together, both hooked, and measures the LP task. With goodbye, the HP's
-// exit is told to the daemon at once (see goodbye).
-func (r *runner) ratioTrial(ctx context.Context, env *harness.Env, hpc, lp svc, k int, goodbye bool) (trial, error) {
+// together, both hooked, and measures the LP task.
+func (r *runner) ratioTrial(ctx context.Context, env *harness.Env, hpc, lp svc, k int) (trial, error) {
 	h := hpc
 	h.Runs, h.Warmup = k, 0
 	l := lp
@@ -216,14 +199,7 @@ func (r *runner) ratioTrial(ctx context.Context, env *harness.Env, hpc, lp svc, 
 		return trial{}, err
 	}
 	hres, herr := hp.Wait()
-	if goodbye {
-		r.goodbye(h.Key)
-	}
 	lres, lerr := lpp.Wait()
-	r.goodbye(l.Key)
-	if !goodbye {
-		r.goodbye(h.Key)
-	}
 	if herr != nil {
 		return trial{}, herr
 	}
