@@ -117,6 +117,14 @@ func (c *Conn) WriteTo(p []byte, to netip.AddrPort) error {
 // WriteBatch sends datagrams in order and returns how many were sent before
 // an error, if any. It does not keep references to ds.
 func (c *Conn) WriteBatch(ds []Datagram) (int, error) {
+	if len(ds) == 1 {
+		// One reply (a grant, typically): sendto is a little cheaper than
+		// sendmmsg, and this is on the round trip a waiting kernel pays.
+		if err := c.WriteTo(ds[0].Payload, ds[0].Addr); err != nil {
+			return 0, err
+		}
+		return 1, nil
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	return c.writeBatch(ds)

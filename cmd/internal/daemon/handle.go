@@ -28,7 +28,7 @@ func (s *Server) handle(b []byte, src netip.AddrPort) {
 		s.replyError(src, udp.ErrorCodeOf(err), 0, err.Error())
 		return
 	}
-	s.met.received.WithLabelValues(m.Type().String()).Inc()
+	s.met.countReceived(m.Type())
 	now := s.now()
 	switch m := m.(type) {
 	case *udp.Register:
@@ -283,7 +283,7 @@ func (s *Server) send(dst netip.AddrPort, m udp.Message) {
 	}
 	s.outBuf = b
 	s.out = append(s.out, udp.Datagram{Payload: b[start:len(b):len(b)], Addr: dst})
-	s.met.sent.WithLabelValues(m.Type().String()).Inc()
+	s.met.countSent(m.Type())
 }
 
 // sendBatch sends the queued replies.

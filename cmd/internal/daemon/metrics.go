@@ -5,6 +5,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/fikit/fikit/scheduler"
+	"github.com/fikit/fikit/udp"
 )
 
 // metrics are the daemon's Prometheus metrics, on a registry of its own so
@@ -14,6 +15,22 @@ type metrics struct {
 	received     *prometheus.CounterVec
 	sent         *prometheus.CounterVec
 	decodeErrors prometheus.Counter
+	// byType caches the vectors' counters per message type: a label lookup
+	// per datagram would be on every grant's path.
+	receivedBy, sentBy [256]prometheus.Counter
+}
+
+// countReceived and countSent count one datagram of type t.
+func (m *metrics) countReceived(t udp.Type) { m.counter(&m.receivedBy, m.received, t).Inc() }
+func (m *metrics) countSent(t udp.Type)     { m.counter(&m.sentBy, m.sent, t).Inc() }
+
+func (m *metrics) counter(cache *[256]prometheus.Counter, vec *prometheus.CounterVec, t udp.Type) prometheus.Counter {
+	c := cache[t]
+	if c == nil {
+		c = vec.WithLabelValues(t.String())
+		cache[t] = c
+	}
+	return c
 }
 
 func newMetrics(s *Server) *metrics {
