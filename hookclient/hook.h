@@ -214,6 +214,10 @@ extern fk_ring fk_q;
 extern atomic_uint fk_generation; /* bumped in a forked child */
 int fk_sender_start(void);        /* once per process (and per child) */
 void fk_sender_wake(void);        /* eventfd: for run ends and registration only */
+/* The sender sleeps longer than right after activity (it backs off while
+ * idle): a waiter launching on credit wakes it, since its reservations
+ * are freed only when its launches are reported. */
+extern atomic_int fk_sender_dozing;
 /* The scheduler is unreachable: every task passes through until a Register
  * is answered again; one warning per outage. */
 void fk_sched_lost(const char *why);

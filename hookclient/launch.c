@@ -100,7 +100,12 @@ static inline int before(lstate *l, int slot, const fk_fn *fn, uintptr_t handle,
 			goto counted;
 		}
 		/* Credit (a racing thread may take the last one: it then goes on
-		 * credit too, a launch beyond the limit reported like the rest). */
+		 * credit too, a launch beyond the limit reported like the rest).
+		 * Its report frees the GPU time the daemon reserved for it: a
+		 * sender backing off must not sit on it (a waiter may make a
+		 * syscall; only the first launch after idle finds it dozing). */
+		if (FK_UNLIKELY(atomic_load_explicit(&fk_sender_dozing, memory_order_relaxed)))
+			fk_sender_wake();
 	}
 	l->seq = atomic_fetch_add_explicit(&t->seq, 1, memory_order_relaxed) + 1;
 counted:

@@ -145,6 +145,8 @@ int fk_sched_socket(void)
 	return fd;
 }
 
+atomic_int fk_sender_dozing;
+
 void fk_sender_wake(void)
 {
 	uint64_t one = 1;
@@ -450,7 +452,10 @@ static void *sender_main(void *arg)
 		struct pollfd pfd[2] = {{.fd = ctl, .events = POLLIN}, {.fd = efd, .events = POLLIN}};
 		struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)wait};
 		readable = 0;
-		if (ppoll(pfd, 2, &ts, NULL) > 0) {
+		atomic_store_explicit(&fk_sender_dozing, wait > POLL_MIN_NS, memory_order_relaxed);
+		int woke = ppoll(pfd, 2, &ts, NULL);
+		atomic_store_explicit(&fk_sender_dozing, 0, memory_order_relaxed);
+		if (woke > 0) {
 			readable = pfd[0].revents != 0; /* data, or an error (ECONNREFUSED) to collect */
 			if (pfd[1].revents & POLLIN) {
 				uint64_t v;

@@ -157,13 +157,25 @@ func (n *Node) holderLaunch(h *task, k uint64, now int64, seq uint32) int64 {
 	start := maxi(now, h.busyUntil)
 	// Low-priority work granted earlier runs first; the switch back is paid.
 	start = maxi(start, g.lpBusyUntil)
-	dur, gap, hasGap := n.holderKernel(h, k, seq)
+	dur, gap, hasGap, last := n.holderKernel(h, k, seq)
 	h.busyUntil = start + dur
 	h.nextLaunch, h.predicted = 0, 0
-	if hasGap {
+	switch {
+	case hasGap:
 		h.predicted = h.busyUntil + gap
 		if gap >= n.cfg.MinGap {
 			h.nextLaunch = h.predicted
+		}
+	case last:
+		// The run's last kernel: the inter-run gap starts when it ends,
+		// without waiting for the run end's report (it comes after the
+		// service's synchronization returns, and a poll of its hook later).
+		// The holder is between runs from here: its next launch starts one,
+		// and what is filled meanwhile is charged to that one.
+		h.inRun = false
+		h.runEnd = h.busyUntil
+		if next := h.nextRunStart(h.busyUntil); next-h.busyUntil >= n.cfg.MinGap {
+			h.nextLaunch = next
 		}
 	}
 	n.updateWindow(g)
@@ -191,14 +203,8 @@ func (n *Node) holderRunEnded(h *task, runNs int64) {
 	// The next run starts after the learned gap, or one learned interval
 	// after this run's start, whichever is sooner: a run that ran long
 	// leaves a shorter gap before a request that arrives on a clock.
-	if h.runGapN > 0 {
-		next := end + h.runGap
-		if h.runStartN > 0 {
-			next = mini(next, h.runStart+h.runEvery)
-		}
-		if next-end >= n.cfg.MinGap {
-			h.nextLaunch = next
-		}
+	if next := h.nextRunStart(end); next-end >= n.cfg.MinGap {
+		h.nextLaunch = next
 	}
 	n.updateWindow(h.gpu)
 	n.schedule(h.gpu)

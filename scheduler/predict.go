@@ -4,16 +4,17 @@ package scheduler
 
 // holderKernel predicts a holder's kernel k launched as seq: its duration
 // and the idle gap after it (hasGap false when none is known, or the next
-// thing is the run's end). By position when the profile's sequence has k
-// there — a kernel's gap depends on where in the run it is — else by kernel
-// ID (the paper's SK and SG).
-func (n *Node) holderKernel(h *task, k uint64, seq uint32) (dur, gap int64, hasGap bool) {
+// thing is the run's end; last when k is known to end its run). By
+// position when the profile's sequence has k there — a kernel's gap
+// depends on where in the run it is — else by kernel ID (the paper's SK and
+// SG).
+func (n *Node) holderKernel(h *task, k uint64, seq uint32) (dur, gap int64, hasGap, last bool) {
 	if s, ok := n.seqAt(h, seq, k); ok {
 		p := n.position(h, seq)
-		return s.DurNs, s.GapNs, p < len(h.est.Seq)-1
+		return s.DurNs, s.GapNs, p < len(h.est.Seq)-1, p == len(h.est.Seq)-1
 	}
 	ke, ok := h.est.kernel(k)
-	return n.duration(h, k), n.gapOf(h, k), ok && ke.HasGap
+	return n.duration(h, k), n.gapOf(h, k), ok && ke.HasGap, false
 }
 
 // gapOf is SG[k] for holder h, corrected online when enabled.
@@ -124,31 +125,64 @@ func (t *task) noteLag(lag int64) {
 	t.lag = maxi(t.lag, lag)
 }
 
-// learnRunGap keeps a conservative estimate of the time from a run end to
-// the holder's next launch: the least of the recent observations.
-func (t *task) learnRunGap(observed int64) {
-	copy(t.runGaps[1:], t.runGaps[:len(t.runGaps)-1])
-	t.runGaps[0] = observed
-	if t.runGapN < len(t.runGaps) {
-		t.runGapN++
-	}
-	t.runGap = t.runGaps[0]
-	for _, v := range t.runGaps[:t.runGapN] {
-		t.runGap = mini(t.runGap, v)
+// recent keeps the last few observations of an interval.
+type recent struct {
+	v [4]int64
+	n int
+}
+
+func (r *recent) add(x int64) {
+	copy(r.v[1:], r.v[:len(r.v)-1])
+	r.v[0] = x
+	if r.n < len(r.v) {
+		r.n++
 	}
 }
 
-// learnRunEvery keeps a conservative estimate of the interval between a
-// holder's run starts: the least of the recent observations.
-func (t *task) learnRunEvery(observed int64) {
-	copy(t.runStarts[1:], t.runStarts[:len(t.runStarts)-1])
-	t.runStarts[0] = observed
-	if t.runStartN < len(t.runStarts) {
-		t.runStartN++
+// least is the conservative estimate: the least recent observation.
+func (r *recent) least() int64 {
+	m := r.v[0]
+	for _, x := range r.v[1:r.n] {
+		m = mini(m, x)
 	}
-	t.runEvery = t.runStarts[0]
-	for _, v := range t.runStarts[:t.runStartN] {
-		t.runEvery = mini(t.runEvery, v)
+	return m
+}
+
+// spread is how much the recent observations disagree.
+func (r *recent) spread() int64 {
+	lo, hi := r.v[0], r.v[0]
+	for _, x := range r.v[1:r.n] {
+		lo, hi = mini(lo, x), maxi(hi, x)
+	}
+	return hi - lo
+}
+
+// learnRunGap records the time from a run end to the holder's next launch.
+func (t *task) learnRunGap(observed int64) { t.runGaps.add(observed) }
+
+// learnRunEvery records the interval between a holder's run starts.
+func (t *task) learnRunEvery(observed int64) { t.runStarts.add(observed) }
+
+// nextRunStart predicts when a holder whose run ended at end starts its
+// next run (0: unknown). Services whose requests arrive on a clock start
+// runs periodically whatever their runs' lengths; services that serve the
+// next request when done with the last leave a steady gap after each run.
+// Which one a service is shows in which interval has been the steadier;
+// the estimate is the least recent observation of that one (while either
+// has fewer than two observations, the sooner of both).
+func (t *task) nextRunStart(end int64) int64 {
+	g, e := &t.runGaps, &t.runStarts
+	switch {
+	case g.n == 0:
+		return 0
+	case e.n == 0 || t.runStart == 0:
+		return end + g.least()
+	case g.n < 2 || e.n < 2:
+		return mini(end+g.least(), t.runStart+e.least())
+	case e.spread() <= g.spread():
+		return t.runStart + e.least()
+	default:
+		return end + g.least()
 	}
 }
 

@@ -230,8 +230,11 @@ func (n *Node) runEnded(t *task, e RunEnded) {
 // now, and a holder's predicted work is only the next run's: the ended
 // run's work was done at end.
 func (n *Node) nextRunUnderWay(t *task, end int64) {
-	t.runEnd = end
 	at, ok := t.launchTime(t.runStartSeq)
+	if ok && t.runStart == at {
+		return // the core saw that run start (its previous run's last kernel was known)
+	}
+	t.runEnd = end
 	if !ok || t.role != RoleHolder {
 		return
 	}

@@ -47,19 +47,13 @@ type task struct {
 	inRun     bool
 	runStart  int64
 	runEnd    int64 // time of the last RunEnd
-	runGap    int64 // learned gap from a run end to the next launch (0: unknown)
 	lag       int64 // how late its launch reports arrive (decaying max)
-	runGaps   [4]int64
-	runGapN   int
-	// runEvery is the least recent interval between run starts (0:
-	// unknown): services whose requests arrive on a clock start runs
-	// periodically whatever their runs' lengths.
-	runEvery     int64
-	runStarts    [4]int64
-	runStartN    int
-	jct          int64 // EWMA of observed run times in the sharing phase
-	delayUsed    int64 // expected delay charged to the current (or next) run
-	delayPending int64 // charged between runs, moves to the next run
+	// runGaps are recent times from a run end to the next run's first
+	// launch, runStarts recent intervals between run starts.
+	runGaps, runStarts recent
+	jct                int64 // EWMA of observed run times in the sharing phase
+	delayUsed          int64 // expected delay charged to the current (or next) run
+	delayPending       int64 // charged between runs, moves to the next run
 
 	prof *profiling // non-nil while profiling
 }
