@@ -109,8 +109,15 @@ static inline int before(lstate *l, int slot, const fk_fn *fn, uintptr_t handle,
 	}
 	l->seq = atomic_fetch_add_explicit(&t->seq, 1, memory_order_relaxed) + 1;
 counted:
-	if (atomic_fetch_add_explicit(&t->run_kernels, 1, memory_order_relaxed) == 0)
+	if (atomic_fetch_add_explicit(&t->run_kernels, 1, memory_order_relaxed) == 0) {
 		atomic_store_explicit(&t->run_start_ns, fk_now_ns(), memory_order_relaxed);
+		/* A run starts: the scheduler must hear of it at once, to stop
+		 * filling the gap before it (early stop). A sender backing off
+		 * while the task was idle would sit on this report for up to
+		 * POLL_MAX_NS: wake it, with one non-blocking write per run. */
+		if (FK_UNLIKELY(atomic_load_explicit(&fk_sender_dozing, memory_order_relaxed)))
+			fk_sender_wake();
+	}
 	l->ev = UINT32_MAX;
 	if (FK_UNLIKELY(mode & FK_MODE_MEASURE)) {
 		fk_evpool *p = atomic_load_explicit(&t->pool, memory_order_acquire);
