@@ -14,6 +14,13 @@ type Config struct {
 	SwitchCost int64
 	// InflightBudget bounds the predicted low-priority GPU time outstanding.
 	InflightBudget int64
+	// GrantLead is how long before a window's start (the predicted end of
+	// the holders' launched work) its first kernels are granted: about a
+	// grant's trip to the waiting thread and its launch's to the GPU. A
+	// kernel granted earlier would reach the GPU while the holders' work
+	// still runs, and share it with that work (time slices) instead of
+	// following it.
+	GrantLead int64
 	// DelayBudget is the share of a holder run's mean JCT that low-priority
 	// work may be expected to delay it (0.05 = 5 %).
 	DelayBudget float64
@@ -51,6 +58,13 @@ type Config struct {
 	// profile's sequence) when the profile has one, rather than from its
 	// kernel ID alone (the paper's SK/SG); false: by kernel ID only.
 	Positional bool
+	// RunEndByPosition lets the launch of a run's last kernel (by position
+	// in the profile's sequence) end the holder's run and open the window
+	// to its next one, without waiting for the run-end report. It fills
+	// more of the inter-run gap, but off by default: on the 2-core test
+	// machine it cost the high-priority service 4–25 % of its p50 JCT
+	// (docs/scheduler.md).
+	RunEndByPosition bool
 }
 
 // DefaultConfig returns the defaults documented in docs/scheduler.md.
@@ -59,6 +73,7 @@ func DefaultConfig() Config {
 		MinGap:            int64(100 * time.Microsecond),
 		SwitchCost:        int64(25 * time.Microsecond),
 		InflightBudget:    int64(200 * time.Microsecond),
+		GrantLead:         int64(25 * time.Microsecond),
 		DelayBudget:       0.05,
 		IdleAlpha:         2,
 		IdleFloor:         int64(50 * time.Microsecond),
@@ -83,6 +98,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: min gap %d < 0", ErrConfig, c.MinGap)
 	case c.SwitchCost < 0:
 		return fmt.Errorf("%w: switch cost %d < 0", ErrConfig, c.SwitchCost)
+	case c.GrantLead < 0:
+		return fmt.Errorf("%w: grant lead %d < 0", ErrConfig, c.GrantLead)
 	case c.InflightBudget <= 0:
 		return fmt.Errorf("%w: in-flight budget must be > 0", ErrConfig)
 	case c.DelayBudget < 0 || c.DelayBudget > 1:

@@ -129,6 +129,7 @@ func (n *Node) holderLaunch(h *task, k uint64, now int64, seq uint32) int64 {
 	h.anchorRun(seq)
 	if !h.inRun {
 		h.inRun = true
+		h.offSequence = false
 		if h.runStart > 0 {
 			h.learnRunEvery(now - h.runStart)
 		}
@@ -364,6 +365,9 @@ func (n *Node) charge(g *gpu, delay int64) {
 // priority into the predicted gap.
 func (n *Node) fillWindow(g *gpu) {
 	w := g.window
+	if w.start-n.now > n.cfg.GrantLead {
+		return // the holders' work still runs: wait for it to drain (deadline)
+	}
 	if !g.lpInWindow {
 		// The first low-priority kernel in this window costs the holders a
 		// context switch back when they return.

@@ -342,6 +342,9 @@ func (n *Node) deadline() int64 {
 		if !g.idle {
 			at(n.idleAt(g))
 		}
+		if g.window.open {
+			at(g.window.start - n.cfg.GrantLead)
+		}
 		if g.idle || g.window.open {
 			// Room frees as granted work drains.
 			at(g.lpBusyUntil)

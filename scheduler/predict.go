@@ -11,7 +11,13 @@ package scheduler
 func (n *Node) holderKernel(h *task, k uint64, seq uint32) (dur, gap int64, hasGap, last bool) {
 	if s, ok := n.seqAt(h, seq, k); ok {
 		p := n.position(h, seq)
-		return s.DurNs, s.GapNs, p < len(h.est.Seq)-1, p == len(h.est.Seq)-1
+		last = n.cfg.RunEndByPosition && p == len(h.est.Seq)-1 && !h.offSequence
+		return s.DurNs, s.GapNs, p < len(h.est.Seq)-1, last
+	}
+	if n.position(h, seq) >= 0 {
+		// Off the profile's sequence: a later match by position may be
+		// chance (the run is longer than profiled, or the anchor is off).
+		h.offSequence = true
 	}
 	ke, ok := h.est.kernel(k)
 	return n.duration(h, k), n.gapOf(h, k), ok && ke.HasGap, false

@@ -235,6 +235,8 @@ func (n *Node) nextRunUnderWay(t *task, end int64) {
 		return // the core saw that run start (its previous run's last kernel was known)
 	}
 	t.runEnd = end
+	// The run's launches seen so far were placed by the old anchor.
+	t.offSequence = false
 	if !ok || t.role != RoleHolder {
 		return
 	}

@@ -189,6 +189,10 @@ func (h *harness) setConfig(t *testing.T, k, v string) {
 		c.GapEWMA = f
 	case "positional":
 		c.Positional = v == "true"
+	case "run_end_by_position":
+		c.RunEndByPosition = v == "true"
+	case "grant_lead":
+		c.GrantLead = dur(t, v)
 	default:
 		t.Fatalf("unknown config key %q", k)
 	}

@@ -45,9 +45,13 @@ type task struct {
 	// predicted is the prediction the next launch will be compared with.
 	predicted int64
 	inRun     bool
-	runStart  int64
-	runEnd    int64 // time of the last RunEnd
-	lag       int64 // how late its launch reports arrive (decaying max)
+	// offSequence: a launch of the current run was not the kernel its
+	// position in the profile's sequence holds, so positions are not to be
+	// trusted (a run's last kernel opens no window) until the next run.
+	offSequence bool
+	runStart    int64
+	runEnd      int64 // time of the last RunEnd
+	lag         int64 // how late its launch reports arrive (decaying max)
 	// runGaps are recent times from a run end to the next run's first
 	// launch, runStarts recent intervals between run starts.
 	runGaps, runStarts recent

@@ -36,6 +36,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "metrics-listen", Usage: "also serve Prometheus metrics over TCP at this address (e.g. 127.0.0.1:9470)"},
 			&cli.DurationFlag{Name: "min-gap", Value: time.Duration(def.MinGap), Usage: "shortest predicted gap worth filling"},
 			&cli.DurationFlag{Name: "switch-cost", Value: time.Duration(def.SwitchCost), Usage: "GPU context-switch cost assumed by the policy"},
+			&cli.DurationFlag{Name: "grant-lead", Value: time.Duration(def.GrantLead), Usage: "how long before the holders' launched work is predicted to end a window's first kernels are granted"},
 			&cli.DurationFlag{Name: "inflight-budget", Value: time.Duration(def.InflightBudget), Usage: "most predicted low-priority GPU time outstanding"},
 			&cli.Float64Flag{Name: "delay-budget", Value: def.DelayBudget, Usage: "share of a holder run's JCT that filling may delay it"},
 			&cli.Float64Flag{Name: "idle-alpha", Value: def.IdleAlpha, Usage: "holder idle after this many typical gaps without a launch"},
@@ -43,6 +44,7 @@ func serveCommand() *cli.Command {
 			&cli.DurationFlag{Name: "default-kernel", Value: time.Duration(def.DefaultKernel), Usage: "duration assumed for kernels of unprofiled tasks"},
 			&cli.IntFlag{Name: "skip-limit", Value: def.SkipLimit, Usage: "passes over a waiting kernel before it goes first"},
 			&cli.IntFlag{Name: "max-credit", Value: def.MaxCredit, Usage: "most launches granted without a round trip (0 disables credit)"},
+			&cli.BoolFlag{Name: "run-end-by-position", Usage: "a run's last kernel (by its profile's sequence) opens the window to the next run, before the run end is reported"},
 			&cli.Float64Flag{Name: "gap-ewma", Value: def.GapEWMA, Usage: "weight of online gap correction (0 = off)"},
 		},
 		Action: func(c *cli.Context) error {
@@ -58,6 +60,7 @@ func serveCommand() *cli.Command {
 			cfg.MinGap = int64(c.Duration("min-gap"))
 			cfg.SwitchCost = int64(c.Duration("switch-cost"))
 			cfg.InflightBudget = int64(c.Duration("inflight-budget"))
+			cfg.GrantLead = int64(c.Duration("grant-lead"))
 			cfg.DelayBudget = c.Float64("delay-budget")
 			cfg.IdleAlpha = c.Float64("idle-alpha")
 			cfg.HolderTTL = int64(c.Duration("holder-ttl"))
@@ -65,6 +68,7 @@ func serveCommand() *cli.Command {
 			cfg.SkipLimit = c.Int("skip-limit")
 			cfg.MaxCredit = c.Int("max-credit")
 			cfg.GapEWMA = c.Float64("gap-ewma")
+			cfg.RunEndByPosition = c.Bool("run-end-by-position")
 			if err := cfg.Validate(); err != nil {
 				return usageError(c, "%v", err)
 			}
