@@ -114,8 +114,12 @@ counted:
 		/* A run starts: the scheduler must hear of it at once, to stop
 		 * filling the gap before it (early stop). A sender backing off
 		 * while the task was idle would sit on this report for up to
-		 * POLL_MAX_NS: wake it, with one non-blocking write per run. */
-		if (FK_UNLIKELY(atomic_load_explicit(&fk_sender_dozing, memory_order_relaxed)))
+		 * POLL_MAX_NS: wake it, with one non-blocking write per run. Not
+		 * while measuring: nothing fills around a profiling task, and a
+		 * sender querying events beside the run's first, timed, launch
+		 * would disturb its measurement. */
+		if (FK_UNLIKELY(atomic_load_explicit(&fk_sender_dozing, memory_order_relaxed)) &&
+		    !(mode & FK_MODE_MEASURE))
 			fk_sender_wake();
 	}
 	l->ev = UINT32_MAX;

@@ -508,12 +508,21 @@ func TestHookProfilingExit(t *testing.T) {
 	waitFor(2*time.Second, func() bool { return len(ofType[*udp.Goodbye](sched.Received())) > 0 })
 	msgs := sched.Received()
 	ends, recs := ofType[*udp.RunEnd](msgs), 0
+	inRun := map[uint32]int{}
 	for _, m := range ofType[*udp.Measurements](msgs) {
 		recs += len(m.Records)
 		for _, rec := range m.Records {
-			// 20 µs spin kernels: the measured durations are theirs.
-			if rec.DurationNS < 19000 || rec.DurationNS > 23000 {
-				t.Errorf("record %+v: duration not about 20 µs", rec)
+			// 20 µs spin kernels: the measured durations are theirs. A
+			// run's first kernel starts after the driver's cold path, which
+			// measure.c estimates from the median of the runs so far (here
+			// one to three): it may be a few µs off.
+			lo, hi := uint64(19000), uint64(23000)
+			if inRun[m.Run] == 0 {
+				lo, hi = 15000, 25000
+			}
+			inRun[m.Run]++
+			if rec.DurationNS < lo || rec.DurationNS > hi {
+				t.Errorf("record %+v (kernel %d of run %d): duration not about 20 µs", rec, inRun[m.Run], m.Run)
 			}
 		}
 	}
