@@ -62,8 +62,8 @@ type Config struct {
 	// in the profile's sequence) end the holder's run and open the window
 	// to its next one, without waiting for the run-end report. It fills
 	// more of the inter-run gap, but off by default: on the 2-core test
-	// machine it cost the high-priority service 4–25 % of its p50 JCT
-	// (docs/scheduler.md).
+	// machine the high-priority p50 JCT was 1.06–1.09× alone with it,
+	// 1.03–1.06× without, for about the same fill (docs/scheduler.md).
 	RunEndByPosition bool
 }
 

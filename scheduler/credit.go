@@ -65,7 +65,7 @@ func (n *Node) topUp(t *task) {
 	switch {
 	case g.idle && g.idleCap > 0:
 		room = g.idleCap - maxi(0, g.lpBusyUntil-n.now) - g.reservedNs
-	case g.window.open && n.now < g.window.end && g.window.start-n.now <= n.cfg.GrantLead:
+	case g.window.open && n.now < g.window.end && n.windowStarting(g):
 		room = g.window.end - maxi(n.now, g.lpBusyUntil) - g.reservedNs
 	default:
 		return

@@ -244,6 +244,13 @@ func (n *Node) updateWindow(g *gpu) {
 	}
 }
 
+// windowStarting reports whether g's window is within the grant lead of its
+// start: kernels granted into it from now on reach the GPU after the
+// holders' launched work, not while it still runs.
+func (n *Node) windowStarting(g *gpu) bool {
+	return g.window.start-n.now <= n.cfg.GrantLead
+}
+
 // idleAt is when g's holders count as idle if none launches before.
 func (n *Node) idleAt(g *gpu) int64 {
 	at := int64(0)
@@ -365,7 +372,7 @@ func (n *Node) charge(g *gpu, delay int64) {
 // priority into the predicted gap.
 func (n *Node) fillWindow(g *gpu) {
 	w := g.window
-	if w.start-n.now > n.cfg.GrantLead {
+	if !n.windowStarting(g) {
 		return // the holders' work still runs: wait for it to drain (deadline)
 	}
 	if !g.lpInWindow {
