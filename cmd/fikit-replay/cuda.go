@@ -1,6 +1,27 @@
 package main
 
-// #include <cuda.h>
+/*
+#cgo LDFLAGS: -ldl
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdint.h>
+
+// simgpu's extension (simgpu/driver/simgpu.h), looked up at run time: a real
+// libcuda.so.1 does not have it.
+typedef struct fk_totals { uint64_t kernels; int64_t busy_ns; int64_t blocked_ns; } fk_totals;
+typedef int (*fk_totals_fn)(fk_totals *);
+
+static int fk_ctx_totals(fk_totals *out)
+{
+	static fk_totals_fn fn;
+	static int looked;
+	if (!looked) {
+		fn = (fk_totals_fn)dlsym(RTLD_DEFAULT, "fikit_simgpu_ctx_totals_get");
+		looked = 1;
+	}
+	return fn ? fn(out) : -1;
+}
+*/
 import "C"
 
 import (
@@ -110,4 +131,14 @@ func shorten(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// Totals reads simgpu's fikit_simgpu_ctx_totals_get for the current context;
+// false on a real driver, which has no such function.
+func (d *cudaDevice) Totals() (replay.DeviceTotals, bool) {
+	var t C.fk_totals
+	if C.fk_ctx_totals(&t) != 0 {
+		return replay.DeviceTotals{}, false
+	}
+	return replay.DeviceTotals{Kernels: uint64(t.kernels), BusyNs: int64(t.busy_ns), BlockedNs: int64(t.blocked_ns)}, true
 }

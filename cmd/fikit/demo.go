@@ -17,6 +17,7 @@ import (
 	"github.com/fikit/fikit/cmd/internal/daemon"
 	"github.com/fikit/fikit/cmd/internal/harness"
 	"github.com/fikit/fikit/scheduler"
+	"github.com/fikit/fikit/simgpu/timeline"
 )
 
 func demoCommand() *cli.Command {
@@ -115,6 +116,9 @@ type DemoMode struct {
 	SpanNs   int64   `json:"span_ns"`
 	HPPid    int     `json:"hp_pid"`
 	LPPid    int     `json:"lp_pid"`
+	// Interference is the HP's GPU interference (simgpu ground truth) and
+	// the part of its slowdown that is the host's.
+	Interference harness.Interference `json:"hp_interference"`
 }
 
 // DemoResult is what `fikit demo --json` prints.
@@ -211,7 +215,7 @@ func runDemo(ctx context.Context, o demoOptions) (*DemoResult, error) {
 	res.Fikit = modeOf(fk.HP, fk, ar.JCTs())
 	res.Scheduler = d.Status().Stats
 
-	if segs, err := harness.ReadTimeline(env.TimelinePath()); err == nil {
+	if segs, err := timeline.Read(env.TimelinePath()); err == nil {
 		for _, m := range []struct {
 			mode *DemoMode
 			pair *harness.PairResult
@@ -236,6 +240,7 @@ func modeOf(hp *harness.Result, pair *harness.PairResult, aloneJCTs []int64) Dem
 	if base > 0 {
 		m.HPRatio = float64(m.HPp50Ns) / float64(base)
 	}
+	m.Interference = harness.InterferenceOf(hp, base)
 	if pair != nil {
 		m.LPRuns, m.LPRate, m.SpanNs, m.HPPid, m.LPPid = pair.LPRuns, pair.LPRate, pair.SpanNs, pair.HPPid, pair.LPPid
 	}
@@ -258,20 +263,35 @@ func printDemo(w io.Writer, r *DemoResult) {
 	ms := func(ns int64) string { return fmt.Sprintf("%.2f ms", float64(ns)/1e6) }
 	fmt.Fprintf(w, "\nhigh priority: %s, one request every interval; low priority: %s, back to back\n\n", r.HPTrace, r.LPTrace)
 	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tHP p50 JCT\tHP p99 JCT\tHP p50 vs alone\tLP runs done\tLP runs/s\tHP idle GPU filled\t")
-	fmt.Fprintf(tw, "HP alone\t%s\t%s\t%.2fx\t-\t-\t-\t\n", ms(r.Alone.HPp50Ns), ms(r.Alone.HPp99Ns), 1.0)
-	fmt.Fprintf(tw, "LP alone\t-\t-\t-\t-\t%.0f\t-\t\n", r.LPAloneRate)
+	fmt.Fprintln(tw, "mode\tHP p50 JCT\tHP p99 JCT\tHP p50 vs alone\tHP GPU interference p50 / p99\tLP runs done\tLP runs/s\tHP idle GPU filled\t")
+	fmt.Fprintf(tw, "HP alone\t%s\t%s\t%.2fx\t-\t-\t-\t-\t\n", ms(r.Alone.HPp50Ns), ms(r.Alone.HPp99Ns), 1.0)
+	fmt.Fprintf(tw, "LP alone\t-\t-\t-\t-\t-\t%.0f\t-\t\n", r.LPAloneRate)
 	for _, m := range []struct {
 		name string
 		m    DemoMode
 	}{{"default sharing", r.Sharing}, {"fikit", r.Fikit}} {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2fx\t%d\t%.0f\t%.0f%%\t\n", m.name, ms(m.m.HPp50Ns), ms(m.m.HPp99Ns),
-			m.m.HPRatio, m.m.LPRuns, m.m.LPRate, m.m.FillPct)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2fx\t%s\t%d\t%.0f\t%.0f%%\t\n", m.name, ms(m.m.HPp50Ns), ms(m.m.HPp99Ns),
+			m.m.HPRatio, interferenceCell(m.m.Interference), m.m.LPRuns, m.m.LPRate, m.m.FillPct)
 	}
 	tw.Flush()
+	fk, sh := r.Fikit.Interference, r.Sharing.Interference
 	fmt.Fprintf(w, "\nUnder fikit the high-priority p50 JCT is %.2fx its JCT alone (default sharing: %.2fx),\n"+
 		"while the low-priority service still completes %.0f%% of the runs it completes under default sharing.\n",
 		r.Fikit.HPRatio, r.Sharing.HPRatio, pct(r.Fikit.LPRate, r.Sharing.LPRate))
+	if fk.Runs > 0 && sh.Runs > 0 {
+		fmt.Fprintf(w, "Of the slowdown, the GPU (other services' kernels ahead of the high-priority ones, ground truth\n"+
+			"from the simulated device) accounts for %.1f%% of its JCT alone at the median under fikit (%.1f%% under\n"+
+			"default sharing); the rest is the host's (runs without their GPU wait: %.2fx and %.2fx alone).\n",
+			fk.P50Pct, sh.P50Pct, fk.HostRatio, sh.HostRatio)
+	}
+}
+
+// interferenceCell is "p50% / p99%", or "-" where the device could not say.
+func interferenceCell(in harness.Interference) string {
+	if in.Runs == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%% / %.1f%%", in.P50Pct, in.P99Pct)
 }
 
 func pct(a, b float64) float64 {

@@ -95,11 +95,24 @@ int dm_ctx_open(dm_device *d, uint32_t owner_pid)
 		c->nactive = 0;
 		c->head = c->tail = 1;
 		c->pending = 0;
+		c->blocked_ns = c->busy_ns = 0;
+		c->kernels = 0;
 		memset(c->streams, 0, sizeof c->streams);
 		c->in_use = 1;
 		return i;
 	}
 	return DM_ENOCTX;
+}
+
+int dm_ctx_totals(const dm_device *d, int ci, dm_totals *out)
+{
+	if (ci < 0 || ci >= DM_MAX_CTX || !d->ctx[ci].in_use || !out)
+		return DM_EINVAL;
+	const dm_context *c = &d->ctx[ci];
+	out->kernels = c->kernels;
+	out->busy_ns = c->busy_ns;
+	out->blocked_ns = c->blocked_ns;
+	return DM_OK;
 }
 
 uint32_t dm_ctx_gen(const dm_device *d, int ci)
@@ -159,6 +172,7 @@ int64_t dm_enqueue(dm_device *d, int ci, const dm_op *op, int64_t now)
 	s->stream = op->stream;
 	s->wait_gen = op->wait_gen;
 	s->nseg = 0;
+	s->blocked = 0;
 	s->wait_ctx = (int16_t)(op->type == DM_OP_WAIT ? op->wait_ctx : -1);
 	s->type = (uint8_t)op->type;
 	s->flags = op->flags & DM_OPF_NONBLOCKING;
@@ -193,6 +207,7 @@ int dm_drop_context(dm_device *d, int ci, int64_t now, dm_sink sink, void *arg)
 		dm_slot *s = slot_of(c, d->run_seq);
 		d->stats.busy_ns += t - d->run_start;
 		d->stats.segments++;
+		c->busy_ns += t - d->run_start;
 		dm_report(sink, arg, ci, s, d->run_start, t, 1, 1);
 		s->nseg++;
 		d->run_ctx = -1;

@@ -160,6 +160,19 @@ type Segment struct {
 	Last        bool // the kernel finished (or was dropped) with this segment
 	Dropped     bool // its context was dropped while it ran
 	Grid, Block [3]uint32
+	// Arrive is when the kernel arrived on the device (enqueue + launch latency).
+	Arrive int64
+	// Blocked is the time since the kernel's previous segment (or its
+	// arrival) that it was ready while the device ran another context's
+	// kernel or switched contexts; summed over a kernel's segments, its
+	// interference from other contexts.
+	Blocked time.Duration
+}
+
+// Totals is what one context got from the device since it opened.
+type Totals struct {
+	Kernels       uint64        // completed
+	Busy, Blocked time.Duration // ran; ready but blocked by other contexts or switches
 }
 
 // Stats counts what the device did.
@@ -296,6 +309,8 @@ func (dev *Device) segments() []Segment {
 		s.Index = int(g.seg)
 		s.Last = g.last != 0
 		s.Dropped = g.dropped != 0
+		s.Arrive = int64(g.arrive_ns)
+		s.Blocked = time.Duration(g.blocked_ns)
 		for k := 0; k < 3; k++ {
 			s.Grid[k] = uint32(g.grid[k])
 			s.Block[k] = uint32(g.block[k])
@@ -351,6 +366,15 @@ func (dev *Device) Stats() Stats {
 		Busy:        time.Duration(s.busy_ns),
 		Switching:   time.Duration(s.switch_ns),
 	}
+}
+
+// ContextTotals returns an open context's totals up to the model's time.
+func (dev *Device) ContextTotals(ctx int) (Totals, error) {
+	var t C.dm_totals
+	if r := C.dm_ctx_totals(dev.d, C.int(ctx), &t); r != 0 {
+		return Totals{}, fmt.Errorf("devmodel: context %d: %w", ctx, ErrInvalid)
+	}
+	return Totals{Kernels: uint64(t.kernels), Busy: time.Duration(t.busy_ns), Blocked: time.Duration(t.blocked_ns)}, nil
 }
 
 // Validate checks the model's invariants (for tests).

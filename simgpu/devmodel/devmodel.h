@@ -62,7 +62,7 @@ extern "C" {
 /* Durations are clamped to this (1000 s) so that time arithmetic cannot overflow. */
 #define DM_MAX_DURATION_NS 1000000000000LL
 
-#define DM_LAYOUT_VERSION 1u  /* bump whenever struct dm_device changes */
+#define DM_LAYOUT_VERSION 2u  /* bump whenever struct dm_device changes */
 
 enum dm_model { DM_TIMESLICE = 0, DM_FIFO = 1 };
 enum dm_op_type { DM_OP_KERNEL = 1, DM_OP_EVENT = 2, DM_OP_WAIT = 3, DM_OP_COPY = 4 };
@@ -113,6 +113,13 @@ typedef struct dm_segment {
 	uint8_t dropped;  /* the kernel's context was dropped while it ran */
 	uint32_t grid[3];
 	uint32_t block[3];
+	int64_t arrive_ns;  /* the kernel arrived on the device (enqueue + launch latency) */
+	/* Time, since the kernel's previous segment (or its arrival), that the
+	 * kernel was ready (arrived, stream order and events satisfied) while the
+	 * engine ran another context's kernel or switched contexts: interference
+	 * from other contexts, ground truth. Summed over a kernel's segments it
+	 * is the kernel's whole blocked time. */
+	int64_t blocked_ns;
 } dm_segment;
 
 typedef void (*dm_sink)(void *arg, const dm_segment *seg);
@@ -148,6 +155,7 @@ typedef struct dm_slot {
 	uint8_t state;      /* DM_S_* in devmodel.c */
 	uint32_t flags;
 	uint32_t pad;
+	int64_t blocked;    /* blocked time (see dm_segment) not yet reported */
 } dm_slot;
 
 typedef struct dm_stream {
@@ -165,6 +173,9 @@ typedef struct dm_context {
 	uint64_t head;      /* oldest not-retired seq */
 	uint64_t tail;      /* next seq to hand out */
 	uint64_t pending;   /* ops not done */
+	int64_t blocked_ns; /* totals since the context opened: see dm_ctx_totals */
+	int64_t busy_ns;
+	uint64_t kernels;
 	uint16_t active[DM_MAX_STREAMS];
 	dm_stream streams[DM_MAX_STREAMS];
 	dm_slot ring[DM_RING];
@@ -250,6 +261,17 @@ int64_t dm_next_event(const dm_device *d);
 /* Free the context's completed ops in order from the oldest, calling cb for
  * each (cb may be NULL); returns how many were freed. */
 int dm_retire(dm_device *d, int ctx, dm_retire_cb cb, void *arg);
+
+/* What one context got from the device since it opened. */
+typedef struct dm_totals {
+	uint64_t kernels;   /* kernels completed (dropped ones excluded) */
+	int64_t busy_ns;    /* kernel engine time its kernels ran */
+	int64_t blocked_ns; /* time its kernels were ready but blocked by other
+	                     * contexts' kernels or context switches (dm_segment) */
+} dm_totals;
+
+/* Totals of an open context, counted up to model time; DM_EINVAL if not open. */
+int dm_ctx_totals(const dm_device *d, int ctx, dm_totals *out);
 
 /* Ops enqueued and not yet retired (DM_RING means the ring is full). */
 uint32_t dm_ctx_inflight(const dm_device *d, int ctx);

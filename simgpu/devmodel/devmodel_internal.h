@@ -24,8 +24,9 @@ static inline dm_slot *slot_of(dm_context *c, uint64_t seq)
 int dm_target_done(const dm_device *d, int ctx, uint32_t gen, uint64_t seq);
 /* End of the running kernel segment (completion or slice expiry). */
 int64_t dm_seg_end(const dm_device *d);
-/* Report one segment of kernel s (context ci) to sink. */
-void dm_report(dm_sink sink, void *arg, int ci, const dm_slot *s, int64_t start, int64_t end, int last,
+/* Report one segment of kernel s (context ci) to sink; its blocked time
+ * goes with it (and restarts from 0 for the next segment). */
+void dm_report(dm_sink sink, void *arg, int ci, dm_slot *s, int64_t start, int64_t end, int last,
 	       int dropped);
 
 #endif

@@ -122,9 +122,11 @@ int64_t dm_seg_end(const dm_device *d)
 	return d->preempt_at < end ? d->preempt_at : end;
 }
 
-void dm_report(dm_sink sink, void *arg, int ci, const dm_slot *s, int64_t start, int64_t end, int last,
+void dm_report(dm_sink sink, void *arg, int ci, dm_slot *s, int64_t start, int64_t end, int last,
 	       int dropped)
 {
+	int64_t blocked = s->blocked;
+	s->blocked = 0;
 	if (!sink)
 		return;
 	dm_segment g;
@@ -139,6 +141,8 @@ void dm_report(dm_sink sink, void *arg, int ci, const dm_slot *s, int64_t start,
 	g.dropped = (uint8_t)dropped;
 	memcpy(g.grid, s->grid, sizeof g.grid);
 	memcpy(g.block, s->block, sizeof g.block);
+	g.arrive_ns = s->arrival;
+	g.blocked_ns = blocked;
 	sink(arg, &g);
 }
 
@@ -151,12 +155,14 @@ static void finish_segment(dm_device *d, int64_t end, dm_sink sink, void *arg)
 	s->remaining -= ran;
 	d->stats.busy_ns += ran;
 	d->stats.segments++;
+	d->ctx[ci].busy_ns += ran;
 	int last = s->remaining <= 0;
 	dm_report(sink, arg, ci, s, d->run_start, end, last, 0);
 	s->nseg++;
 	d->run_ctx = -1;
 	if (last) {
 		d->stats.kernels++;
+		d->ctx[ci].kernels++;
 		complete(d, ci, s, end);
 	} else {
 		d->stats.preemptions++;
@@ -418,6 +424,35 @@ int64_t dm_next_event(const dm_device *d)
 	return d->dirty ? d->t : next_event(d);
 }
 
+/* The state is constant between events: over [t0, t1), every ready queued
+ * kernel of a context other than the one running is blocked by it, and while
+ * the engine switches contexts every ready kernel is blocked by the switch.
+ * (Kernels of the running context wait for their own context: not counted.) */
+static void account_blocked(dm_device *d, int64_t t0, int64_t t1)
+{
+	if (t1 <= t0)
+		return;
+	uint64_t m = d->pending_mask;
+	if (!d->switching) {
+		if (d->run_ctx < 0)
+			return; /* the engine is idle only when nothing is ready */
+		m &= ~(1ULL << d->run_ctx);
+	}
+	int64_t dt = t1 - t0;
+	while (m) {
+		int ci = __builtin_ctzll(m);
+		m &= m - 1;
+		dm_context *c = &d->ctx[ci];
+		for (uint32_t i = 0; i < c->nactive; i++) {
+			dm_slot *s = slot_of(c, c->streams[c->active[i]].head);
+			if (s->type == DM_OP_KERNEL && s->state == DM_S_QUEUED && head_ready(d, c, s, t0)) {
+				s->blocked += dt;
+				c->blocked_ns += dt;
+			}
+		}
+	}
+}
+
 void dm_advance(dm_device *d, int64_t now, dm_sink sink, void *arg)
 {
 	if (now < d->t)
@@ -433,9 +468,11 @@ void dm_advance(dm_device *d, int64_t now, dm_sink sink, void *arg)
 		int64_t te = next_event(d);
 		if (te > now)
 			break;
+		account_blocked(d, d->t, te);
 		d->t = te;
 		settle(d, te, sink, arg);
 	}
+	account_blocked(d, d->t, now);
 	d->t = now;
 }
 

@@ -75,6 +75,8 @@ typedef struct sg_segrec {
 	uint32_t seg;
 	uint32_t last;
 	uint32_t pad;
+	int64_t arrive_ns;
+	int64_t blocked_ns;
 } sg_segrec;
 
 typedef struct sg_ctxlog {

@@ -52,6 +52,8 @@ void sg_sink(void *arg, const dm_segment *g)
 	r->stream = g->stream;
 	r->seg = g->seg;
 	r->last = (uint32_t)g->last | ((uint32_t)g->dropped << 1);
+	r->arrive_ns = g->arrive_ns;
+	r->blocked_ns = g->blocked_ns;
 	l->tail++;
 }
 
@@ -223,6 +225,10 @@ static size_t format_record(char *line, uint32_t pid, int dev, int ctx, const sg
 	p = put_i64(p, r->start_ns);
 	p = put_str(p, ",\"end_ns\":");
 	p = put_i64(p, r->end_ns);
+	p = put_str(p, ",\"arrive_ns\":");
+	p = put_i64(p, r->arrive_ns);
+	p = put_str(p, ",\"blocked_ns\":");
+	p = put_i64(p, r->blocked_ns);
 	p = put_str(p, ",\"seg\":");
 	p = put_u64(p, r->seg);
 	p = put_str(p, (r->last & 1) ? ",\"last\":true" : ",\"last\":false");

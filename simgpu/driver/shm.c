@@ -271,6 +271,23 @@ SG_EXPORT int fikit_simgpu_get_stats(int dev, fikit_simgpu_stats *out)
 	return 0;
 }
 
+SG_EXPORT int fikit_simgpu_ctx_totals_get(fikit_simgpu_ctx_totals *out)
+{
+	sg_ctx *c;
+	if (!sg_shared || !out || sg_current_ctx(&c) != CUDA_SUCCESS || c->dmctx < 0)
+		return -1;
+	sg_enter(c->dev);
+	dm_totals t;
+	int r = dm_ctx_gen(sg_dm(c->dev), c->dmctx) == c->dmgen ? dm_ctx_totals(sg_dm(c->dev), c->dmctx, &t) : -1;
+	sg_unlock();
+	if (r != 0)
+		return -1;
+	out->kernels = t.kernels;
+	out->busy_ns = t.busy_ns;
+	out->blocked_ns = t.blocked_ns;
+	return 0;
+}
+
 SG_EXPORT int fikit_simgpu_test_hold_lock(void)
 {
 	if (!sg_shared)

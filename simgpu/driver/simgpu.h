@@ -27,6 +27,19 @@ typedef struct fikit_simgpu_stats {
 
 int fikit_simgpu_get_stats(int dev, fikit_simgpu_stats *out);
 
+/* What the calling thread's current context got from the device since it was
+ * created (counted up to now). blocked_ns is the time its kernels were ready
+ * but waited for other contexts' kernels or context switches: the ground
+ * truth of interference (docs/simgpu.md). Returns 0, or -1 with no current
+ * context (or before cuInit). */
+typedef struct fikit_simgpu_ctx_totals {
+	uint64_t kernels;      /* kernels completed */
+	int64_t busy_ns;       /* device time its kernels ran */
+	int64_t blocked_ns;    /* ready but blocked by other contexts */
+} fikit_simgpu_ctx_totals;
+
+int fikit_simgpu_ctx_totals_get(fikit_simgpu_ctx_totals *out);
+
 /* The CLOCK_MONOTONIC time (ns) at which a recorded event completed on the
  * simulated device. Returns 0; -1 if e is not an event or was never recorded;
  * 1 if it has not completed yet. For measuring wait precision: the time a

@@ -64,7 +64,49 @@ static void sequence(const char *what, CUfunction f, CUstream s, const int64_t *
 	CHECK(exact == N, "%s: %d of %d kernels ran exactly their duration in one segment", what, exact, N);
 	CHECK(late == 0, "%s: %d kernels started before launch + latency", what, late);
 	CHECK(t_overlaps(v, n) == 0);
+	int blocked = 0;
+	for (int i = 0; i < n; i++)
+		blocked += v[i].blocked != 0 || v[i].arrive < launch[i] + 4000 || v[i].arrive > v[i].start;
+	CHECK(blocked == 0, "%s: %d kernels alone on the device blocked, or arrived off their launch", what, blocked);
 	free(v);
+}
+
+/* A kernel of a second context that arrives while the first context's long
+ * kernel runs is blocked for the rest of it plus the switch: its record's
+ * blocked_ns says so, and so do its context's totals. */
+static void contended(CUcontext a, CUfunction fa, CUstream sa)
+{
+	truncate(tl, 0);
+	CUcontext b;
+	OK(cuCtxCreate_v2(&b, 0, 0));
+	CUfunction fb = t_spin_function();
+	fikit_simgpu_ctx_totals before;
+	CHECK(fikit_simgpu_ctx_totals_get(&before) == 0 && before.kernels == 0 && before.blocked_ns == 0);
+	OK(cuCtxSetCurrent(a));
+	OK(t_spin(fa, sa, 2000000));
+	t_spin_for(100000);
+	OK(cuCtxSetCurrent(b));
+	int64_t launch = t_now();
+	OK(t_spin(fb, NULL, 100000));
+	OK(cuCtxSynchronize());
+	fikit_simgpu_ctx_totals tb;
+	CHECK(fikit_simgpu_ctx_totals_get(&tb) == 0);
+	fikit_simgpu_timeline_flush();
+	t_seg *v;
+	int n = t_read_timeline(tl, &v);
+	CHECK(n == 2, "contended: %d timeline records", n);
+	if (n == 2) {
+		t_seg *k = &v[1]; /* b's kernel starts second */
+		CHECK(k->arrive >= launch + 4000 && k->blocked == k->start - k->arrive && k->blocked >= 25000,
+		      "contended: b's kernel arrived %lld, started %lld, blocked %lld", k->arrive, k->start, k->blocked);
+		CHECK(v[0].blocked == 0, "contended: a's kernel blocked %lld", v[0].blocked);
+		CHECK(tb.kernels == 1 && tb.blocked_ns == k->blocked && tb.busy_ns == 100000,
+		      "contended: b's totals kernels %llu busy %lld blocked %lld", (unsigned long long)tb.kernels,
+		      (long long)tb.busy_ns, (long long)tb.blocked_ns);
+	}
+	free(v);
+	OK(cuCtxDestroy_v2(b));
+	OK(cuCtxSetCurrent(a));
 }
 
 int main(void)
@@ -90,6 +132,7 @@ int main(void)
 	for (int i = 0; i < N; i++)
 		dur[i] = (i % 3 == 0) ? 200000 : 5000; /* a layer pattern: long, short, short */
 	sequence("mixed (40 us host time per launch)", f, s, dur, 40000);
+	contended(c, f, s);
 	OK(cuCtxDestroy_v2(c));
 	unlink(tl);
 	return t_done("jct_test");

@@ -173,6 +173,8 @@ int t_read_timeline(const char *path, t_seg **out)
 		s->seq = (unsigned long long)num(line, "seq");
 		s->start = num(line, "start_ns");
 		s->end = num(line, "end_ns");
+		s->arrive = num(line, "arrive_ns");
+		s->blocked = num(line, "blocked_ns");
 		s->seg = (int)num(line, "seg");
 		const char *l = field(line, "last");
 		s->last = l && !strncmp(l, "true", 4);

@@ -48,6 +48,7 @@ typedef struct t_seg {
 	char name[256];
 	unsigned grid[3], block[3];
 	long long start, end;
+	long long arrive, blocked; /* arrive_ns, blocked_ns */
 } t_seg;
 
 /* Read a timeline file; returns the number of records (sorted by start), -1 on error. */

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fikit/fikit/cmd/internal/harness"
+	"github.com/fikit/fikit/simgpu/timeline"
 )
 
 // both is one measured mode of two services together.
@@ -205,7 +206,7 @@ func (r *runner) pairModes(ctx context.Context, env *harness.Env, hp, lp svc, re
 		}
 	}
 	if path := env.TimelinePath(); path != "" && len(wins) > 0 {
-		segs, err := harness.ReadTimeline(path)
+		segs, err := timeline.Read(path)
 		if err != nil {
 			return nil, err
 		}

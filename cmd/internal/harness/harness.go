@@ -140,6 +140,10 @@ type Run struct {
 	StartNs int64 `json:"start_ns"`
 	JCTNs   int64 `json:"jct_ns"`
 	Kernels int   `json:"kernels"`
+	// BlockedNs is the run's GPU interference, ground truth from simgpu:
+	// the time its kernels were ready but waited for other contexts' kernels
+	// or context switches (nil where the device cannot tell).
+	BlockedNs *int64 `json:"blocked_ns,omitempty"`
 }
 
 // Proc is a running replay.
@@ -266,6 +270,17 @@ func (r *Result) JCTs() []int64 {
 	out := make([]int64, len(r.Runs))
 	for i, x := range r.Runs {
 		out[i] = x.JCTNs
+	}
+	return out
+}
+
+// Blocked returns the runs' blocked time in ns (runs without it are left out).
+func (r *Result) Blocked() []int64 {
+	var out []int64
+	for _, x := range r.Runs {
+		if x.BlockedNs != nil {
+			out = append(out, *x.BlockedNs)
+		}
 	}
 	return out
 }

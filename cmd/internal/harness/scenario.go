@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fikit/fikit/profiler"
+	"github.com/fikit/fikit/simgpu/timeline"
 	"github.com/fikit/fikit/store"
 )
 
@@ -105,13 +106,13 @@ func (e *Env) RunPair(ctx context.Context, hp, lp Service, pids func() (int, int
 
 // FillShare is the share of the high-priority service's idle device time
 // (within its span) during which the low-priority service's kernels ran.
-func FillShare(segs []Segment, hpPid, lpPid int, from, to int64) float64 {
+func FillShare(recs []timeline.Record, hpPid, lpPid int, from, to int64) float64 {
 	span := to - from
-	idle := span - BusyNs(segs, hpPid, from, to)
+	idle := span - timeline.BusyNs(recs, hpPid, from, to)
 	if idle <= 0 {
 		return 0
 	}
-	return float64(BusyNs(segs, lpPid, from, to)) / float64(idle)
+	return float64(timeline.BusyNs(recs, lpPid, from, to)) / float64(idle)
 }
 
 // Discard is a Logf that prints nothing.

@@ -158,9 +158,15 @@ func replayAction(c *cli.Context, stderr io.Writer, open OpenFunc) error {
 		return fmt.Errorf("open device %d: %w", c.Int("device"), err)
 	}
 	jcts, rerr := Replay(c.Context, cfg, dev, c.App.Writer)
+	var totals *DeviceTotals
+	if t, ok := dev.(Totaler); ok {
+		if v, ok := t.Totals(); ok {
+			totals = &v
+		}
+	}
 	cerr := dev.Close()
 	if len(jcts) > 0 || rerr == nil {
-		if err := printSummary(c.App.Writer, cfg, jcts, c.Int64("latency-ns")); err != nil && rerr == nil {
+		if err := printSummary(c.App.Writer, cfg, jcts, totals, c.Int64("latency-ns")); err != nil && rerr == nil {
 			rerr = err
 		}
 	}
@@ -173,12 +179,14 @@ func replayAction(c *cli.Context, stderr io.Writer, open OpenFunc) error {
 	return nil
 }
 
-func printSummary(w io.Writer, cfg Config, jcts []int64, latencyNs int64) error {
+func printSummary(w io.Writer, cfg Config, jcts []int64, totals *DeviceTotals, latencyNs int64) error {
 	s := Summarize(jcts)
 	if cfg.JSON {
 		return json.NewEncoder(w).Encode(struct {
-			Summary Summary `json:"summary"`
-		}{s})
+			Summary Summary       `json:"summary"`
+			PID     int           `json:"pid"`
+			Device  *DeviceTotals `json:"device,omitempty"`
+		}{s, os.Getpid(), totals})
 	}
 	a := trace.AnalyticJCT(cfg.Trace, cfg.CPUNs, latencyNs)
 	ms := func(ns int64) string { return fmt.Sprintf("%.3f ms", float64(ns)/1e6) }

@@ -364,3 +364,53 @@ func TestGenAndPTXCommands(t *testing.T) {
 		t.Errorf("summary %q, %v", out, err)
 	}
 }
+
+// totalsDevice is a fakeDevice whose context reports blocked time: each
+// synchronisation adds the next of blocked (a simgpu device's totals grow
+// as other contexts delay its kernels).
+type totalsDevice struct {
+	*fakeDevice
+	blocked []int64
+	total   DeviceTotals
+	reads   int
+}
+
+func (d *totalsDevice) Synchronize() error {
+	if d.reads < len(d.blocked) {
+		d.total.BlockedNs += d.blocked[d.reads]
+	}
+	d.reads++
+	return d.fakeDevice.Synchronize()
+}
+
+func (d *totalsDevice) Totals() (DeviceTotals, bool) { return d.total, true }
+
+// A run's blocked_ns is what its context's total grew by during the run
+// (warmup runs included in the baseline), and the summary carries the totals.
+func TestReplayReportsBlockedPerRun(t *testing.T) {
+	dev := &totalsDevice{fakeDevice: &fakeDevice{}, blocked: []int64{7, 0, 5, 300}, total: DeviceTotals{BlockedNs: 1000}}
+	var out, errw bytes.Buffer
+	err := Run(context.Background(), []string{"fikit-replay", "--trace", "h100/mobilenet_4_fwd", "--runs", "3", "--warmup", "1",
+		"--cpu-ns", "0", "--json", "-q"}, &out, &errw, func(int) (Device, error) { return dev, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := parseJSON(t, out.String())
+	want := []int64{0, 5, 300} // the warmup's 7 is in no measured run
+	if len(j.runs) != 3 {
+		t.Fatalf("%d runs", len(j.runs))
+	}
+	for i, r := range j.runs {
+		if r.BlockedNs == nil || *r.BlockedNs != want[i] {
+			t.Errorf("run %d blocked %v, want %d", i, r.BlockedNs, want[i])
+		}
+	}
+	if !strings.Contains(out.String(), `"device":{"kernels":0,"busy_ns":0,"blocked_ns":1312}`) {
+		t.Errorf("summary without the device totals: %s", out.String())
+	}
+	// A device without totals reports no blocked time at all.
+	out2, err := runFake(t, &fakeDevice{}, "--trace", "h100/mobilenet_4_fwd", "--runs", "1", "--cpu-ns", "0", "--json", "-q")
+	if err != nil || strings.Contains(out2, "blocked_ns") || strings.Contains(out2, `"device"`) {
+		t.Errorf("fake device without totals: %v %s", err, out2)
+	}
+}

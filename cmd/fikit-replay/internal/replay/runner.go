@@ -47,6 +47,24 @@ type RunRecord struct {
 	// WaitNs (open loop only): how long after its arrival the run started,
 	// because the previous run was still going.
 	WaitNs *int64 `json:"wait_ns,omitempty"`
+	// BlockedNs (simgpu only) is the time the run's kernels were ready but
+	// waited for other contexts' kernels or context switches: the GPU
+	// interference the run suffered, ground truth (docs/simgpu.md).
+	BlockedNs *int64 `json:"blocked_ns,omitempty"`
+}
+
+// DeviceTotals is what the replay's context got from the device.
+type DeviceTotals struct {
+	Kernels   uint64 `json:"kernels"`
+	BusyNs    int64  `json:"busy_ns"`
+	BlockedNs int64  `json:"blocked_ns"`
+}
+
+// Totaler is a Device that can say what its context got from the device so
+// far (simgpu's fikit_simgpu_ctx_totals_get); false where it cannot (a real
+// GPU).
+type Totaler interface {
+	Totals() (DeviceTotals, bool)
 }
 
 type launch struct {
@@ -86,6 +104,18 @@ func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64
 	enc := json.NewEncoder(out)
 	jcts := make([]int64, 0, cfg.Runs)
 	offsets := cfg.Arrivals.Offsets(cfg.Runs)
+	// A run's blocked time is the growth of the context's total over the
+	// run, read after its synchronisation (outside its JCT): nothing of the
+	// context is pending between runs.
+	totaler, _ := dev.(Totaler)
+	var blockedBefore int64
+	if totaler != nil {
+		if t, ok := totaler.Totals(); ok {
+			blockedBefore = t.BlockedNs
+		} else {
+			totaler = nil
+		}
+	}
 	var base int64
 	for r := 0; r < cfg.Warmup+cfg.Runs; r++ {
 		j := r - cfg.Warmup // measured run index, < 0 during warmup
@@ -106,13 +136,20 @@ func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64
 			}
 			return jcts, fmt.Errorf("run %d: %w", j, err)
 		}
+		var blocked *int64
+		if totaler != nil {
+			if t, ok := totaler.Totals(); ok {
+				b := t.BlockedNs - blockedBefore
+				blocked, blockedBefore = &b, t.BlockedNs
+			}
+		}
 		spinUntil(end + cfg.PostNs)
 		if j < 0 {
 			continue
 		}
 		jcts = append(jcts, end-start)
 		if cfg.JSON {
-			rec := RunRecord{Run: j, StartNs: start, JCTNs: end - start, Kernels: len(ls)}
+			rec := RunRecord{Run: j, StartNs: start, JCTNs: end - start, Kernels: len(ls), BlockedNs: blocked}
 			if offsets != nil {
 				w := max(start-arrival, 0)
 				rec.WaitNs = &w

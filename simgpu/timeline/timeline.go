@@ -1,0 +1,170 @@
+package timeline
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+)
+
+// ErrFormat is wrapped by every error about a malformed timeline line.
+var ErrFormat = errors.New("timeline: malformed record")
+
+// Record is one executed kernel segment.
+type Record struct {
+	PID    int       `json:"pid"`
+	Dev    int       `json:"dev"`
+	Ctx    int       `json:"ctx"`
+	Stream uint32    `json:"stream"`
+	Seq    uint64    `json:"seq"`
+	Name   string    `json:"name"`
+	Grid   [3]uint32 `json:"grid"`
+	Block  [3]uint32 `json:"block"`
+	// StartNs and EndNs bound the segment (CLOCK_MONOTONIC ns).
+	StartNs int64 `json:"start_ns"`
+	EndNs   int64 `json:"end_ns"`
+	// ArriveNs is when the kernel arrived on the device (enqueue + launch latency).
+	ArriveNs int64 `json:"arrive_ns"`
+	// BlockedNs is the time since the kernel's previous segment (or its
+	// arrival) that it was ready while the device ran another context's
+	// kernel or switched contexts. Σ over a kernel's segments: its interference.
+	BlockedNs int64  `json:"blocked_ns"`
+	Seg       uint32 `json:"seg"`     // 0 for a kernel's first segment
+	Last      bool   `json:"last"`    // the kernel completed with this segment
+	Dropped   bool   `json:"dropped"` // its context went away while it ran
+}
+
+// UnmarshalJSON accepts "last" as a JSON boolean or as 0/1.
+func (r *Record) UnmarshalJSON(b []byte) error {
+	type plain Record
+	var aux struct {
+		plain
+		Last json.RawMessage `json:"last"`
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	*r = Record(aux.plain)
+	switch string(aux.Last) {
+	case "true", "1":
+		r.Last = true
+	case "false", "0", "":
+	default:
+		return fmt.Errorf("%w: last is %s", ErrFormat, aux.Last)
+	}
+	if r.EndNs < r.StartNs || r.BlockedNs < 0 {
+		return fmt.Errorf("%w: end %d before start %d, or blocked %d < 0", ErrFormat, r.EndNs, r.StartNs, r.BlockedNs)
+	}
+	return nil
+}
+
+// Parse reads timeline lines from rd (blank lines are skipped) and returns
+// the records sorted by start time; name labels errors.
+func Parse(rd io.Reader, name string) ([]Record, error) {
+	var recs []Record
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var r Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			if !errors.Is(err, ErrFormat) {
+				err = fmt.Errorf("%w: %w", ErrFormat, err)
+			}
+			return nil, fmt.Errorf("%s:%d: %w", name, n, err)
+		}
+		recs = append(recs, r)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("timeline %s: %w", name, err)
+	}
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].StartNs < recs[j].StartNs })
+	return recs, nil
+}
+
+// Read reads a timeline file (Parse).
+func Read(path string) ([]Record, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("timeline: %w", err)
+	}
+	defer f.Close()
+	return Parse(f, path)
+}
+
+// BusyNs sums the device time of pid's segments within [from, to]
+// (pid < 0: every process's).
+func BusyNs(recs []Record, pid int, from, to int64) int64 {
+	var busy int64
+	for _, r := range recs {
+		if pid >= 0 && r.PID != pid {
+			continue
+		}
+		if a, b := max(r.StartNs, from), min(r.EndNs, to); b > a {
+			busy += b - a
+		}
+	}
+	return busy
+}
+
+// Span is a half-open interval of CLOCK_MONOTONIC time, e.g. one run.
+type Span struct{ From, To int64 }
+
+// BlockedPerSpan returns, for each span, the blocked time of pid's kernels
+// that arrived within it: the GPU interference of a run, when the spans are
+// a process's runs (a run's kernels arrive between its start and its end).
+func BlockedPerSpan(recs []Record, pid int, spans []Span) []int64 {
+	out := make([]int64, len(spans))
+	sorted := sort.SliceIsSorted(spans, func(i, j int) bool { return spans[i].From < spans[j].From })
+	for _, r := range recs {
+		if r.PID != pid || r.BlockedNs == 0 {
+			continue
+		}
+		if sorted {
+			i := sort.Search(len(spans), func(i int) bool { return spans[i].From > r.ArriveNs }) - 1
+			if i >= 0 && r.ArriveNs < spans[i].To {
+				out[i] += r.BlockedNs
+			}
+			continue
+		}
+		for i, s := range spans {
+			if r.ArriveNs >= s.From && r.ArriveNs < s.To {
+				out[i] += r.BlockedNs
+			}
+		}
+	}
+	return out
+}
+
+// Pids lists the processes in the timeline with their segment counts.
+func Pids(recs []Record) map[int]int {
+	out := map[int]int{}
+	for _, r := range recs {
+		out[r.PID]++
+	}
+	return out
+}
+
+// InterferencePct turns the blocked time of each run into the figure users
+// read, HP GPU interference: blocked / the service's JCT alone, in percent,
+// at the 50th and 99th percentiles (nearest rank) over runs.
+func InterferencePct(blocked []int64, aloneNs int64) (p50, p99 float64) {
+	if len(blocked) == 0 || aloneNs <= 0 {
+		return 0, 0
+	}
+	s := append([]int64(nil), blocked...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	rank := func(p float64) int64 {
+		i := int(p/100*float64(len(s))+0.999999) - 1
+		return s[min(max(i, 0), len(s)-1)]
+	}
+	pct := func(v int64) float64 { return 100 * float64(v) / float64(aloneNs) }
+	return pct(rank(50)), pct(rank(99))
+}
