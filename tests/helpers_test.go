@@ -5,9 +5,7 @@ package tests
 // timeouts. Keep them generic; test files of every component use them.
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -21,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fikit/fikit/simgpu/timeline"
 )
 
 // repoRoot is the directory holding go.mod, found upwards from the working
@@ -280,68 +280,12 @@ func machineLoad() (load float64, cpus int, overloaded bool) {
 	return load, cpus, load >= float64(cpus)
 }
 
-// timelineRec is one executed kernel segment from simgpu's timeline
-// (FIKIT_SIMGPU_TIMELINE, one JSON object per line; docs/simgpu.md).
-type timelineRec struct {
-	Pid     int       `json:"pid"`
-	Dev     int       `json:"dev"`
-	Ctx     int       `json:"ctx"`
-	Stream  uint32    `json:"stream"`
-	Seq     uint64    `json:"seq"`
-	Name    string    `json:"name"`
-	Grid    [3]uint32 `json:"grid"`
-	Block   [3]uint32 `json:"block"`
-	StartNs int64     `json:"start_ns"`
-	EndNs   int64     `json:"end_ns"`
-	Seg     uint32    `json:"seg"`
-	Last    bool      `json:"last"`    // the kernel completed with this segment
-	Dropped bool      `json:"dropped"` // its context went away while it ran
-}
-
-// UnmarshalJSON accepts "last" as a JSON boolean or as 0/1.
-func (r *timelineRec) UnmarshalJSON(b []byte) error {
-	type plain timelineRec
-	var aux struct {
-		plain
-		Last json.RawMessage `json:"last"`
-	}
-	if err := json.Unmarshal(b, &aux); err != nil {
-		return err
-	}
-	*r = timelineRec(aux.plain)
-	switch string(aux.Last) {
-	case "true", "1":
-		r.Last = true
-	case "false", "0", "":
-	default:
-		return fmt.Errorf("timeline: bad last %s", aux.Last)
-	}
-	return nil
-}
-
-// readTimeline reads a simgpu timeline file.
-func readTimeline(t testing.TB, path string) []timelineRec {
+// readTimeline reads a simgpu timeline file (simgpu/timeline, the one reader).
+func readTimeline(t testing.TB, path string) []timeline.Record {
 	t.Helper()
-	f, err := os.Open(path)
+	recs, err := timeline.Read(path)
 	if err != nil {
-		t.Fatalf("timeline: %v", err)
-	}
-	defer f.Close()
-	var recs []timelineRec
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for n := 1; sc.Scan(); n++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		var r timelineRec
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("timeline %s:%d: %v: %q", path, n, err, sc.Text())
-		}
-		recs = append(recs, r)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("timeline: %v", err)
+		t.Fatal(err)
 	}
 	return recs
 }

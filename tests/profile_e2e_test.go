@@ -6,6 +6,7 @@ package tests
 
 import (
 	"encoding/json"
+	"github.com/fikit/fikit/simgpu/timeline"
 	"math"
 	"sort"
 	"strconv"
@@ -226,7 +227,7 @@ func committedRuns(t testing.TB, log string, want int) map[int]bool {
 // each kernel of the (single) replaying process before its next kernel, in
 // the given runs of n kernels (a run's last kernel is followed by the next
 // run: not an inter-kernel gap).
-func timelineGaps(t testing.TB, recs []timelineRec, n int, runs map[int]bool) map[uint64][]int64 {
+func timelineGaps(t testing.TB, recs []timeline.Record, n int, runs map[int]bool) map[uint64][]int64 {
 	type k struct {
 		start, end int64
 		id         uint64

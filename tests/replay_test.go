@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/fikit/fikit/simgpu/timeline"
 	"math"
 	"os"
 	"path/filepath"
@@ -34,6 +35,8 @@ type replayRun struct {
 	JCTNs   int64  `json:"jct_ns"`
 	Kernels int    `json:"kernels"`
 	WaitNs  *int64 `json:"wait_ns"`
+	// BlockedNs: simgpu's ground truth of the run's GPU interference.
+	BlockedNs *int64 `json:"blocked_ns"`
 }
 
 type replaySummary struct {
@@ -190,11 +193,11 @@ func TestReplayAloneMatchesAnalytic(t *testing.T) {
 
 // tlKernel is one kernel on a timeline: its segments in order.
 type tlKernel struct {
-	segs []timelineRec
+	segs []timeline.Record
 }
 
-func (k tlKernel) first() timelineRec { return k.segs[0] }
-func (k tlKernel) last() timelineRec  { return k.segs[len(k.segs)-1] }
+func (k tlKernel) first() timeline.Record { return k.segs[0] }
+func (k tlKernel) last() timeline.Record  { return k.segs[len(k.segs)-1] }
 func (k tlKernel) runNs() (ns int64) {
 	for _, s := range k.segs {
 		ns += s.EndNs - s.StartNs
@@ -204,16 +207,16 @@ func (k tlKernel) runNs() (ns int64) {
 
 // kernelsByPid groups a timeline's kernels per process, in sequence order,
 // checking that each kernel's segments are numbered and timed in order.
-func kernelsByPid(t *testing.T, recs []timelineRec) map[int][]tlKernel {
+func kernelsByPid(t *testing.T, recs []timeline.Record) map[int][]tlKernel {
 	t.Helper()
 	type key struct {
 		pid, ctx int
 		stream   uint32
 		seq      uint64
 	}
-	segs := map[key][]timelineRec{}
+	segs := map[key][]timeline.Record{}
 	for _, r := range recs {
-		k := key{r.Pid, r.Ctx, r.Stream, r.Seq}
+		k := key{r.PID, r.Ctx, r.Stream, r.Seq}
 		segs[k] = append(segs[k], r)
 	}
 	keys := make([]key, 0, len(segs))
@@ -293,7 +296,7 @@ func TestReplayTwoAtOnce(t *testing.T) {
 				if sorted[i].StartNs < sorted[i-1].EndNs {
 					t.Fatalf("overlap on the device:\n%+v\n%+v", sorted[i-1], sorted[i])
 				}
-				if sorted[i].Pid != sorted[i-1].Pid {
+				if sorted[i].PID != sorted[i-1].PID {
 					switches++
 				}
 			}
