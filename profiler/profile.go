@@ -27,6 +27,9 @@ func (p Phase) String() string {
 	case PhaseSharing:
 		return "sharing"
 	}
+	if p == 0 {
+		return "none"
+	}
 	return fmt.Sprintf("phase(%d)", uint8(p))
 }
 

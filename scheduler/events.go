@@ -25,24 +25,14 @@ func (r Role) String() string {
 	return "none"
 }
 
-// Phase is a task's life stage (paper Fig. 3).
-type Phase uint8
+// Phase is a task's life stage (paper Fig. 3): the profile's phase, defined
+// once in profiler (the daemon maps it to the wire's, tested).
+type Phase = profiler.Phase
 
 const (
-	PhaseNone      Phase = iota
-	PhaseProfiling       // its launches are measured
-	PhaseSharing         // it has a profile and shares the GPU
+	PhaseProfiling = profiler.PhaseProfiling // its launches are measured
+	PhaseSharing   = profiler.PhaseSharing   // it has a profile and shares the GPU
 )
-
-func (p Phase) String() string {
-	switch p {
-	case PhaseProfiling:
-		return "profiling"
-	case PhaseSharing:
-		return "sharing"
-	}
-	return "none"
-}
 
 // Event is one input to Step. Every event carries Now, the daemon's
 // monotonic time in nanoseconds when it happened; time never goes backwards

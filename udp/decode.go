@@ -25,20 +25,8 @@ type Decoder struct {
 	recs []Record
 	lns  []Launch
 
-	register      Register
-	launchNotify  LaunchNotify
-	launchRequest LaunchRequest
-	measurements  Measurements
-	runEnd        RunEnd
-	heartbeat     Heartbeat
-	goodbye       Goodbye
-	registerAck   RegisterAck
-	grant         Grant
-	hold          Hold
-	state         State
-	errorMsg      Error
-	kernelInfo    KernelInfo
-	launchBatch   LaunchBatch
+	// slots holds one reusable message per type, made at its first use.
+	slots [len(messages)]decodable
 }
 
 // Decode decodes one datagram. It returns a pointer to the decoded message
@@ -83,37 +71,12 @@ func Decode(b []byte) (Message, error) {
 }
 
 func (d *Decoder) slot(t Type) decodable {
-	switch t {
-	case TypeRegister:
-		return &d.register
-	case TypeLaunchNotify:
-		return &d.launchNotify
-	case TypeLaunchRequest:
-		return &d.launchRequest
-	case TypeMeasurements:
-		return &d.measurements
-	case TypeRunEnd:
-		return &d.runEnd
-	case TypeHeartbeat:
-		return &d.heartbeat
-	case TypeGoodbye:
-		return &d.goodbye
-	case TypeRegisterAck:
-		return &d.registerAck
-	case TypeGrant:
-		return &d.grant
-	case TypeHold:
-		return &d.hold
-	case TypeState:
-		return &d.state
-	case TypeError:
-		return &d.errorMsg
-	case TypeKernelInfo:
-		return &d.kernelInfo
-	case TypeLaunchBatch:
-		return &d.launchBatch
+	m := d.slots[t]
+	if m == nil {
+		m = newMessage(t)
+		d.slots[t] = m
 	}
-	panic("udp: slot of invalid type " + t.String())
+	return m
 }
 
 // decode fills d.v from b and returns the message type.
@@ -128,8 +91,9 @@ func (d *Decoder) decode(b []byte) (Type, error) {
 }
 
 // intOnly marks the types whose fields are all integers, which fast decodes.
-var intOnly = func() (ok [len(schemas)]bool) {
-	for t, sch := range schemas {
+var intOnly = func() (ok [len(messages)]bool) {
+	for t, m := range messages {
+		sch := m.fields
 		ok[t] = sch != nil
 		for _, f := range sch {
 			ok[t] = ok[t] && f.kind == kUint
@@ -148,7 +112,7 @@ func (d *Decoder) fast(b []byte) (Type, bool) {
 		return 0, false
 	}
 	t := Type(b[2])
-	sch := schemas[t]
+	sch := messages[t].fields
 	if b[0] != 0x90|byte(2+len(sch)) {
 		return 0, false
 	}
@@ -217,7 +181,7 @@ func (d *Decoder) full(b []byte) (Type, error) {
 		return 0, fmt.Errorf("decode: type %s: %w", signed(tv, neg), ErrUnknownType)
 	}
 	t := Type(tv)
-	sch := schemas[t]
+	sch := messages[t].fields
 	if n < 2+len(sch) {
 		return 0, fmt.Errorf("decode %v: %s: %w", t, sch[n-2].name, ErrMissingField)
 	}

@@ -50,7 +50,7 @@ func Append(dst []byte, m Message) ([]byte, error) {
 	defer encoders.Put(e)
 	m.put(&e.v)
 	defer e.clear()
-	return e.append(dst, t, schemas[t])
+	return e.append(dst, t, messages[t].fields)
 }
 
 func (e *encoder) clear() {

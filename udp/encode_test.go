@@ -16,7 +16,7 @@ func TestEncodedSize(t *testing.T) {
 		}
 		var vals values
 		v.msg.put(&vals)
-		size := encodedSize(schemas[v.msg.Type()], &vals)
+		size := encodedSize(messages[v.msg.Type()].fields, &vals)
 		if v.msg.Type() == TypeKernelInfo && size > MaxDatagram {
 			size = MaxDatagram
 		}

@@ -180,28 +180,53 @@ func u8(name string) field                  { return field{name, kUint, 0, math.
 func u32(name string) field                 { return field{name, kUint, 0, math.MaxUint32} }
 func u64(name string) field                 { return field{name, kUint, 0, math.MaxUint64} }
 func enum(name string, lo, hi uint64) field { return field{name, kUint, lo, hi} }
+func str(name string) field                 { return field{name: name, kind: kStr} }
 
-var schemas = [...][]field{
-	TypeRegister: {u32("seq"), {name: "task_key", kind: kStr}, u32("pid"), enum("priority", 0, 9),
-		{name: "device_uuid", kind: kBin16}, {name: "device_name", kind: kStr}, u32("hook_flags")},
-	TypeLaunchNotify:  {u32("task_id"), u32("seq"), u64("kernel_id")},
-	TypeLaunchRequest: {u32("task_id"), u32("seq"), u64("kernel_id")},
-	TypeMeasurements:  {u32("task_id"), u32("run"), {name: "records", kind: kRecords}},
-	TypeRunEnd: {u32("task_id"), u32("run"), u32("kernels"), u64("run_ns"),
-		enum("reason", uint64(ReasonStreamSync), uint64(ReasonExplicit))},
-	TypeHeartbeat: {u32("task_id")},
-	TypeGoodbye:   {u32("task_id")},
-	TypeRegisterAck: {u32("seq"), u32("task_id"), enum("role", uint64(RoleHolder), uint64(RoleWaiter)),
-		enum("phase", uint64(PhaseProfiling), uint64(PhaseSharing)), u32("profile_runs"), u32("heartbeat_ms")},
-	TypeGrant: {u32("task_id"), u32("seq"), u32("credit")},
-	TypeHold:  {u32("task_id"), u32("seq")},
-	TypeState: {u32("task_id"), enum("role", uint64(RoleHolder), uint64(RoleWaiter)),
-		enum("phase", uint64(PhaseProfiling), uint64(PhaseSharing)), u32("credit")},
-	TypeError: {enum("code", uint64(CodeUnknownTask), uint64(CodeOverloaded)), u32("task_id"),
-		{name: "message", kind: kStr}},
-	TypeKernelInfo: {u32("task_id"), u64("kernel_id"), {name: "name", kind: kStr},
-		{name: "grid", kind: kTriple}, {name: "block", kind: kTriple}},
-	TypeLaunchBatch: {u32("task_id"), u32("seq"), u64("base_ns"), {name: "launches", kind: kLaunches}},
+// messageDef is one row of the protocol: everything about a message type
+// but its number (types.go) and its Go struct's put/get (below). The name
+// list, the schemas, the constructors and the Decoder's reusable messages
+// all derive from this table.
+type messageDef struct {
+	name   string
+	dir    Direction
+	fields []field // after [version, type], in wire order
+	new    func() decodable
+}
+
+func def[M any, P interface {
+	*M
+	decodable
+}](name string, dir Direction, fields ...field) messageDef {
+	return messageDef{name: name, dir: dir, fields: fields, new: func() decodable { return P(new(M)) }}
+}
+
+var (
+	roleField  = enum("role", uint64(RoleHolder), uint64(RoleWaiter))
+	phaseField = enum("phase", uint64(PhaseProfiling), uint64(PhaseSharing))
+)
+
+var messages = [...]messageDef{
+	TypeRegister: def[Register]("Register", ToDaemon, u32("seq"), str("task_key"), u32("pid"),
+		enum("priority", 0, 9), field{name: "device_uuid", kind: kBin16}, str("device_name"), u32("hook_flags")),
+	TypeLaunchNotify:  def[LaunchNotify]("LaunchNotify", ToDaemon, u32("task_id"), u32("seq"), u64("kernel_id")),
+	TypeLaunchRequest: def[LaunchRequest]("LaunchRequest", ToDaemon, u32("task_id"), u32("seq"), u64("kernel_id")),
+	TypeMeasurements: def[Measurements]("Measurements", ToDaemon, u32("task_id"), u32("run"),
+		field{name: "records", kind: kRecords}),
+	TypeRunEnd: def[RunEnd]("RunEnd", ToDaemon, u32("task_id"), u32("run"), u32("kernels"), u64("run_ns"),
+		enum("reason", uint64(ReasonStreamSync), uint64(ReasonExplicit))),
+	TypeHeartbeat: def[Heartbeat]("Heartbeat", ToDaemon, u32("task_id")),
+	TypeGoodbye:   def[Goodbye]("Goodbye", ToDaemon, u32("task_id")),
+	TypeRegisterAck: def[RegisterAck]("RegisterAck", ToHook, u32("seq"), u32("task_id"), roleField, phaseField,
+		u32("profile_runs"), u32("heartbeat_ms")),
+	TypeGrant: def[Grant]("Grant", ToHook, u32("task_id"), u32("seq"), u32("credit")),
+	TypeHold:  def[Hold]("Hold", ToHook, u32("task_id"), u32("seq")),
+	TypeState: def[State]("State", ToHook, u32("task_id"), roleField, phaseField, u32("credit")),
+	TypeError: def[Error]("Error", ToHook, enum("code", uint64(CodeUnknownTask), uint64(CodeOverloaded)),
+		u32("task_id"), str("message")),
+	TypeKernelInfo: def[KernelInfo]("KernelInfo", ToDaemon, u32("task_id"), u64("kernel_id"), str("name"),
+		field{name: "grid", kind: kTriple}, field{name: "block", kind: kTriple}),
+	TypeLaunchBatch: def[LaunchBatch]("LaunchBatch", ToDaemon, u32("task_id"), u32("seq"), u64("base_ns"),
+		field{name: "launches", kind: kLaunches}),
 }
 
 // Record flags: the only u8 inside records.
@@ -212,7 +237,7 @@ func schemaOf(t Type) []field {
 	if !t.Valid() {
 		return nil
 	}
-	return schemas[t]
+	return messages[t].fields
 }
 
 // values holds the fields of one message by schema position, as the generic
@@ -331,35 +356,8 @@ func (m *LaunchBatch) get(v *values) {
 // newMessage returns a pointer to a new zero message of type t, which must be
 // valid.
 func newMessage(t Type) decodable {
-	switch t {
-	case TypeRegister:
-		return new(Register)
-	case TypeLaunchNotify:
-		return new(LaunchNotify)
-	case TypeLaunchRequest:
-		return new(LaunchRequest)
-	case TypeMeasurements:
-		return new(Measurements)
-	case TypeRunEnd:
-		return new(RunEnd)
-	case TypeHeartbeat:
-		return new(Heartbeat)
-	case TypeGoodbye:
-		return new(Goodbye)
-	case TypeRegisterAck:
-		return new(RegisterAck)
-	case TypeGrant:
-		return new(Grant)
-	case TypeHold:
-		return new(Hold)
-	case TypeState:
-		return new(State)
-	case TypeError:
-		return new(Error)
-	case TypeKernelInfo:
-		return new(KernelInfo)
-	case TypeLaunchBatch:
-		return new(LaunchBatch)
+	if !t.Valid() {
+		panic("udp: newMessage of invalid type " + t.String())
 	}
-	panic("udp: newMessage of invalid type " + t.String())
+	return messages[t].new()
 }

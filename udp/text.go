@@ -97,7 +97,7 @@ func ParseText(s string) (Message, error) {
 	if !ok {
 		return nil, fmt.Errorf("parse: unknown type %q: %w", tokens[0], ErrSyntax)
 	}
-	sch := schemas[t]
+	sch := messages[t].fields
 	var v values
 	var seen [maxFields]bool
 	for _, tok := range tokens[1:] {
@@ -127,8 +127,8 @@ func ParseText(s string) (Message, error) {
 }
 
 func typeByName(name string) (Type, bool) {
-	for t, n := range typeNames {
-		if n != "" && n == name {
+	for t, m := range messages {
+		if m.name != "" && m.name == name {
 			return Type(t), true
 		}
 	}

@@ -11,7 +11,9 @@ const MaxDatagram = 1400
 // Type is the second element of every datagram: which message follows.
 type Type uint8
 
-// Message types. 1–7 and 13 go from hook to daemon, 8–12 from daemon to hook.
+// Message types: the numbers. Everything else about a type (its name,
+// direction, fields and Go struct) is its row in the messages table
+// (messages.go); the C hook's enum is checked against it (table_test.go).
 const (
 	TypeRegister      Type = 1
 	TypeLaunchNotify  Type = 2
@@ -29,33 +31,34 @@ const (
 	TypeLaunchBatch   Type = 14
 )
 
-var typeNames = [...]string{
-	TypeRegister:      "Register",
-	TypeLaunchNotify:  "LaunchNotify",
-	TypeLaunchRequest: "LaunchRequest",
-	TypeMeasurements:  "Measurements",
-	TypeRunEnd:        "RunEnd",
-	TypeHeartbeat:     "Heartbeat",
-	TypeGoodbye:       "Goodbye",
-	TypeRegisterAck:   "RegisterAck",
-	TypeGrant:         "Grant",
-	TypeHold:          "Hold",
-	TypeState:         "State",
-	TypeError:         "Error",
-	TypeKernelInfo:    "KernelInfo",
-	TypeLaunchBatch:   "LaunchBatch",
-}
-
 // Valid reports whether t is a message type of this protocol version.
 func (t Type) Valid() bool {
-	return int(t) < len(typeNames) && typeNames[t] != ""
+	return int(t) < len(messages) && messages[t].name != ""
 }
 
 func (t Type) String() string {
 	if t.Valid() {
-		return typeNames[t]
+		return messages[t].name
 	}
 	return "Type(" + strconv.Itoa(int(t)) + ")"
+}
+
+// Direction says who sends a message type.
+type Direction uint8
+
+const (
+	// ToDaemon: the hook sends it, the daemon receives it.
+	ToDaemon Direction = 1
+	// ToHook: the daemon sends it, the hook receives it.
+	ToHook Direction = 2
+)
+
+// Direction is who sends messages of type t (0 if t is not valid).
+func (t Type) Direction() Direction {
+	if !t.Valid() {
+		return 0
+	}
+	return messages[t].dir
 }
 
 // Role is what the daemon lets a task do (RegisterAck, State).
