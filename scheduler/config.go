@@ -7,6 +7,9 @@ import (
 
 // Config holds the policy's knobs. Durations are nanoseconds of daemon time.
 type Config struct {
+	// Policy names the fill policy (policy.go): "best-prio-fit" (FIKIT's
+	// BestPrioFit, the default) or "fifo".
+	Policy string
 	// MinGap is the shortest predicted holder gap worth filling (paper: 0.1 ms).
 	MinGap int64
 	// SwitchCost is the GPU time a context switch costs; filling a window
@@ -70,6 +73,7 @@ type Config struct {
 // DefaultConfig returns the defaults documented in docs/scheduler.md.
 func DefaultConfig() Config {
 	return Config{
+		Policy:            PolicyBestPrioFit,
 		MinGap:            int64(100 * time.Microsecond),
 		SwitchCost:        int64(25 * time.Microsecond),
 		InflightBudget:    int64(200 * time.Microsecond),
@@ -91,41 +95,15 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first invalid setting.
+// Validate reports the first invalid setting: a value outside its row's
+// bounds in Settings, or settings that contradict each other.
 func (c Config) Validate() error {
-	switch {
-	case c.MinGap < 0:
-		return fmt.Errorf("%w: min gap %d < 0", ErrConfig, c.MinGap)
-	case c.SwitchCost < 0:
-		return fmt.Errorf("%w: switch cost %d < 0", ErrConfig, c.SwitchCost)
-	case c.GrantLead < 0:
-		return fmt.Errorf("%w: grant lead %d < 0", ErrConfig, c.GrantLead)
-	case c.InflightBudget <= 0:
-		return fmt.Errorf("%w: in-flight budget must be > 0", ErrConfig)
-	case c.DelayBudget < 0 || c.DelayBudget > 1:
-		return fmt.Errorf("%w: delay budget %v outside [0,1]", ErrConfig, c.DelayBudget)
-	case c.IdleAlpha <= 0:
-		return fmt.Errorf("%w: idle alpha must be > 0", ErrConfig)
-	case c.IdleFloor < 0:
-		return fmt.Errorf("%w: idle floor %d < 0", ErrConfig, c.IdleFloor)
-	case c.RunIdle < 0:
-		return fmt.Errorf("%w: run idle %d < 0", ErrConfig, c.RunIdle)
-	case c.HolderTTL <= 0:
-		return fmt.Errorf("%w: holder TTL must be > 0", ErrConfig)
-	case c.DefaultKernel <= 0:
-		return fmt.Errorf("%w: default kernel estimate must be > 0", ErrConfig)
-	case c.SkipLimit < 1:
-		return fmt.Errorf("%w: skip limit must be >= 1", ErrConfig)
-	case c.HoldInterval <= 0:
-		return fmt.Errorf("%w: hold interval must be > 0", ErrConfig)
-	case c.HeartbeatInterval <= 0 || c.DeadAfter <= c.HeartbeatInterval:
-		return fmt.Errorf("%w: need 0 < heartbeat interval < dead-after", ErrConfig)
-	case c.ProfileRuns < 10 || c.ProfileRuns > 1000:
-		return fmt.Errorf("%w: profile runs %d outside 10–1000", ErrConfig, c.ProfileRuns)
-	case c.MaxCredit < 0:
-		return fmt.Errorf("%w: max credit %d < 0", ErrConfig, c.MaxCredit)
-	case c.GapEWMA < 0 || c.GapEWMA > 1:
-		return fmt.Errorf("%w: gap EWMA weight %v outside [0,1]", ErrConfig, c.GapEWMA)
+	if err := c.validateSettings(); err != nil {
+		return err
+	}
+	if c.DeadAfter <= c.HeartbeatInterval {
+		return fmt.Errorf("%w: need heartbeat-interval (%v) < dead-after (%v)", ErrConfig,
+			time.Duration(c.HeartbeatInterval), time.Duration(c.DeadAfter))
 	}
 	return nil
 }

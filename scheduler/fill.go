@@ -367,9 +367,9 @@ func (n *Node) charge(g *gpu, delay int64) {
 	}
 }
 
-// fillWindow is FIKIT's gap filling (Algorithm 1) with BestPrioFit
-// (Algorithm 2): grant the best-fitting waiting kernels of the highest
-// priority into the predicted gap.
+// fillWindow is FIKIT's gap filling (Algorithm 1): grant the waiting kernels
+// the fill policy picks (BestPrioFit, Algorithm 2, by default) into the
+// predicted gap.
 func (n *Node) fillWindow(g *gpu) {
 	w := g.window
 	if !n.windowStarting(g) {
@@ -389,7 +389,7 @@ func (n *Node) fillWindow(g *gpu) {
 			start += n.cfg.SwitchCost // switching to the low-priority context
 		}
 		room := w.end - start
-		r := n.bestPrioFit(g, room)
+		r := n.policy.window(n, g, room, false)
 		if r == nil {
 			n.passOver(g)
 			return
@@ -408,7 +408,7 @@ func (n *Node) fillWindow(g *gpu) {
 func (n *Node) fillIdle(g *gpu) {
 	for {
 		backlog := maxi(0, g.lpBusyUntil-n.now) + g.reservedNs
-		r := n.firstFit(g, g.idleCap-backlog, backlog == 0)
+		r := n.policy.idle(n, g, g.idleCap-backlog, backlog == 0)
 		if r == nil {
 			n.passOver(g)
 			return
@@ -422,7 +422,7 @@ func (n *Node) fillIdle(g *gpu) {
 // with the longest predicted duration that fits room; a kernel passed over
 // more than SkipLimit times goes first if it fits. It removes the choice
 // from its queue, and counts a skip for every kernel left behind.
-func (n *Node) bestPrioFit(g *gpu, room int64) *request {
+func (n *Node) bestPrioFit(g *gpu, room int64, _ bool) *request {
 	hp := n.holderPrio(g)
 	var best *request
 	bestP, bestI := 0, 0

@@ -10,13 +10,14 @@ import (
 // Node is the scheduling core. It is not safe for concurrent use: one owner
 // (the daemon's loop or the simulator) calls Step and Ready.
 type Node struct {
-	cfg   Config
-	now   int64
-	tasks map[TaskID]*task
-	gpus  map[string]*gpu
-	order []*gpu // sorted by uuid: deterministic iteration
-	out   Ready
-	stats Stats
+	cfg    Config
+	policy policyRow
+	now    int64
+	tasks  map[TaskID]*task
+	gpus   map[string]*gpu
+	order  []*gpu // sorted by uuid: deterministic iteration
+	out    Ready
+	stats  Stats
 }
 
 // New returns a core with the given configuration.
@@ -24,7 +25,7 @@ func New(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Node{cfg: cfg, tasks: map[TaskID]*task{}, gpus: map[string]*gpu{}}, nil
+	return &Node{cfg: cfg, policy: policyOf(cfg.Policy), tasks: map[TaskID]*task{}, gpus: map[string]*gpu{}}, nil
 }
 
 // Config returns the core's configuration.

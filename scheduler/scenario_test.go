@@ -59,7 +59,9 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	case "config":
 		h.cfg = DefaultConfig()
 		for k, v := range args {
-			h.setConfig(t, k, v)
+			if err := h.setConfig(t, k, v); err != nil {
+				return "error: " + err.Error()
+			}
 		}
 		if err := h.cfg.Validate(); err != nil {
 			return "error: " + err.Error()
@@ -153,49 +155,13 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	return out
 }
 
-func (h *harness) setConfig(t *testing.T, k, v string) {
-	c := &h.cfg
-	switch k {
-	case "min_gap":
-		c.MinGap = dur(t, v)
-	case "switch":
-		c.SwitchCost = dur(t, v)
-	case "inflight":
-		c.InflightBudget = dur(t, v)
-	case "delay_budget":
-		f, _ := strconv.ParseFloat(v, 64)
-		c.DelayBudget = f
-	case "idle_alpha":
-		f, _ := strconv.ParseFloat(v, 64)
-		c.IdleAlpha = f
-	case "idle_floor":
-		c.IdleFloor = dur(t, v)
-	case "ttl":
-		c.HolderTTL = dur(t, v)
-	case "default_kernel":
-		c.DefaultKernel = dur(t, v)
-	case "skip":
-		c.SkipLimit, _ = strconv.Atoi(v)
-	case "hold":
-		c.HoldInterval = dur(t, v)
-	case "dead":
-		c.DeadAfter = dur(t, v)
-	case "runs":
-		c.ProfileRuns, _ = strconv.Atoi(v)
-	case "credit":
-		c.MaxCredit, _ = strconv.Atoi(v)
-	case "ewma":
-		f, _ := strconv.ParseFloat(v, 64)
-		c.GapEWMA = f
-	case "positional":
-		c.Positional = v == "true"
-	case "run_end_by_position":
-		c.RunEndByPosition = v == "true"
-	case "grant_lead":
-		c.GrantLead = dur(t, v)
-	default:
-		t.Fatalf("unknown config key %q", k)
+// setConfig sets one setting by its name (the flag's: Settings).
+func (h *harness) setConfig(t *testing.T, k, v string) error {
+	s, ok := LookupSetting(k)
+	if !ok {
+		t.Fatalf("unknown config key %q (keys are the settings' flag names)", k)
 	}
+	return s.Set(&h.cfg, v)
 }
 
 // buildProfile makes a complete profile from a scenario's description:

@@ -32,7 +32,7 @@ func simCommand() *cli.Command {
 			"(open-loop arrivals; default closed loop), runs=N, pre=DUR, post=DUR, name=NAME.\n" +
 			"The first service is the one whose idle GPU time the fill share refers to; services\n" +
 			"without runs= run alongside until the others finish.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "service", Usage: "a service from a trace (repeatable)"},
 			&cli.StringSliceFlag{Name: "profile", Usage: "a service from a stored profile KEY[:options] (repeatable)"},
 			&cli.StringFlag{Name: "data-dir", Value: defaultDataDir(), Usage: "profile store for --profile", EnvVars: []string{"FIKIT_DATA_DIR"}},
@@ -46,7 +46,7 @@ func simCommand() *cli.Command {
 			&cli.DurationFlag{Name: "grant-rtt", Value: 60 * time.Microsecond, Usage: "waiter request to grant round trip"},
 			&cli.IntFlag{Name: "profile-runs", Value: 20, Usage: "runs to profile trace services with (simulated, exact)"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
-		},
+		}, schedulerFlags("profile-runs")...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageError(c, "unexpected argument %q (services go in --service or --profile)", c.Args().First())
@@ -108,6 +108,11 @@ func simCommand() *cli.Command {
 			}
 			opts := sim.DefaultOptions()
 			opts.Device = dev
+			sched, err := schedulerConfig(c, "profile-runs")
+			if err != nil {
+				return err
+			}
+			opts.Scheduler = sched
 			opts.Scheduler.ProfileRuns = c.Int("profile-runs")
 			opts.NotifyLatency, opts.GrantRTT = c.Duration("notify-latency"), c.Duration("grant-rtt")
 			rep := simReport{Model: c.String("model"), SwitchNs: int64(dev.Switch)}

@@ -1,0 +1,213 @@
+package scheduler
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// SettingKind is how a setting's value is written and parsed.
+type SettingKind uint8
+
+const (
+	KindDuration SettingKind = iota + 1 // Go duration ("100us"), or ns
+	KindInt
+	KindFloat
+	KindBool
+	KindChoice // one of Choices
+)
+
+// Setting is one scheduler knob in one place: its name is the flag of
+// `fikit serve` and `fikit sim` and the key of scenario files' config lines;
+// its default is DefaultConfig's; its bounds are what Validate enforces;
+// docs/scheduler.md's settings table is generated from the rows
+// (TestSettingsDoc, -rewrite).
+type Setting struct {
+	Name string
+	Kind SettingKind
+	Help string
+	// Min and Max bound the value (ns for durations), inclusive unless
+	// MinOpen; unused for bools and choices.
+	Min, Max float64
+	MinOpen  bool
+	Choices  []string
+	field    func(*Config) any // *int64, *int, *float64, *bool or *string
+}
+
+const maxDuration = float64(time.Hour)
+
+// Settings are the scheduler's knobs, in the order they are documented.
+var Settings = []Setting{
+	{Name: "profile-runs", Kind: KindInt, Min: 10, Max: 1000,
+		Help: "clean runs a new service is profiled for (T)", field: func(c *Config) any { return &c.ProfileRuns }},
+	{Name: "policy", Kind: KindChoice, Choices: policyNames(),
+		Help: "fill policy: which waiting kernel goes into a predicted gap", field: func(c *Config) any { return &c.Policy }},
+	{Name: "min-gap", Kind: KindDuration, Max: maxDuration,
+		Help: "shortest predicted gap worth filling", field: func(c *Config) any { return &c.MinGap }},
+	{Name: "switch-cost", Kind: KindDuration, Max: maxDuration,
+		Help: "GPU context-switch cost assumed by the policy", field: func(c *Config) any { return &c.SwitchCost }},
+	{Name: "grant-lead", Kind: KindDuration, Max: maxDuration,
+		Help:  "how long before the holders' launched work is predicted to end a window's first kernels are granted",
+		field: func(c *Config) any { return &c.GrantLead }},
+	{Name: "inflight-budget", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
+		Help: "most predicted low-priority GPU time outstanding", field: func(c *Config) any { return &c.InflightBudget }},
+	{Name: "delay-budget", Kind: KindFloat, Min: 0, Max: 1,
+		Help: "share of a holder run's JCT that filling may delay it", field: func(c *Config) any { return &c.DelayBudget }},
+	{Name: "idle-alpha", Kind: KindFloat, Min: 0, MinOpen: true, Max: 1000,
+		Help: "a holder is idle after this many typical gaps without a launch", field: func(c *Config) any { return &c.IdleAlpha }},
+	{Name: "idle-floor", Kind: KindDuration, Max: maxDuration,
+		Help: "shortest silence that makes a holder idle", field: func(c *Config) any { return &c.IdleFloor }},
+	{Name: "run-idle", Kind: KindDuration, Max: maxDuration,
+		Help: "silence after which a holder inside a run counts as idle", field: func(c *Config) any { return &c.RunIdle }},
+	{Name: "holder-ttl", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
+		Help: "a task holds the GPU this long after its last launch", field: func(c *Config) any { return &c.HolderTTL }},
+	{Name: "default-kernel", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
+		Help: "duration assumed for kernels of unprofiled tasks", field: func(c *Config) any { return &c.DefaultKernel }},
+	{Name: "skip-limit", Kind: KindInt, Min: 1, Max: 1 << 20,
+		Help: "passes over a waiting kernel before it goes first", field: func(c *Config) any { return &c.SkipLimit }},
+	{Name: "hold-interval", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
+		Help: "how often a queued request is told to keep waiting", field: func(c *Config) any { return &c.HoldInterval }},
+	{Name: "heartbeat-interval", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
+		Help: "how often hooks are told to send a heartbeat (< dead-after)", field: func(c *Config) any { return &c.HeartbeatInterval }},
+	{Name: "dead-after", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
+		Help: "a task that sent nothing this long is dropped", field: func(c *Config) any { return &c.DeadAfter }},
+	{Name: "max-credit", Kind: KindInt, Min: 0, Max: math.MaxUint32,
+		Help: "most launches granted without a round trip (0 disables credit)", field: func(c *Config) any { return &c.MaxCredit }},
+	{Name: "gap-ewma", Kind: KindFloat, Min: 0, Max: 1,
+		Help: "weight of online gap correction (0 = off)", field: func(c *Config) any { return &c.GapEWMA }},
+	{Name: "positional", Kind: KindBool,
+		Help:  "predict from a kernel's position in its run (the profile's sequence), not its kernel ID alone",
+		field: func(c *Config) any { return &c.Positional }},
+	{Name: "run-end-by-position", Kind: KindBool,
+		Help:  "a run's last kernel (by its profile's sequence) opens the window to the next run, before the run end is reported",
+		field: func(c *Config) any { return &c.RunEndByPosition }},
+}
+
+// LookupSetting finds a setting by name.
+func LookupSetting(name string) (Setting, bool) {
+	i := slices.IndexFunc(Settings, func(s Setting) bool { return s.Name == name })
+	if i < 0 {
+		return Setting{}, false
+	}
+	return Settings[i], true
+}
+
+// Get formats the setting's value in c.
+func (s Setting) Get(c *Config) string {
+	switch p := s.field(c).(type) {
+	case *int64:
+		return time.Duration(*p).String()
+	case *int:
+		return strconv.Itoa(*p)
+	case *float64:
+		return strconv.FormatFloat(*p, 'g', -1, 64)
+	case *bool:
+		return strconv.FormatBool(*p)
+	case *string:
+		return *p
+	}
+	panic("scheduler: setting " + s.Name + " has a field of no known type")
+}
+
+// Default is the setting's value in DefaultConfig.
+func (s Setting) Default() string {
+	c := DefaultConfig()
+	return s.Get(&c)
+}
+
+// Set parses v and stores it in c if it is within the setting's bounds.
+func (s Setting) Set(c *Config, v string) error {
+	bad := func(why string) error { return fmt.Errorf("%w: %s=%q: %s", ErrConfig, s.Name, v, why) }
+	switch p := s.field(c).(type) {
+	case *int64:
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			n, nerr := strconv.ParseInt(v, 10, 64)
+			if nerr != nil {
+				return bad("not a duration")
+			}
+			d = time.Duration(n)
+		}
+		if err := s.check(float64(d)); err != nil {
+			return bad(err.Error())
+		}
+		*p = int64(d)
+	case *int:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return bad("not an integer")
+		}
+		if err := s.check(float64(n)); err != nil {
+			return bad(err.Error())
+		}
+		*p = int(n)
+	case *float64:
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(f) {
+			return bad("not a number")
+		}
+		if err := s.check(f); err != nil {
+			return bad(err.Error())
+		}
+		*p = f
+	case *bool:
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return bad("not true or false")
+		}
+		*p = b
+	case *string:
+		if !slices.Contains(s.Choices, v) {
+			return bad("not one of " + strings.Join(s.Choices, ", "))
+		}
+		*p = v
+	}
+	return nil
+}
+
+// check reports whether x is within the bounds.
+func (s Setting) check(x float64) error {
+	if x < s.Min || (s.MinOpen && x == s.Min) || x > s.Max {
+		return fmt.Errorf("outside %s", s.Bounds())
+	}
+	return nil
+}
+
+// Bounds describes the allowed values for people ("0 < x ≤ 1h0m0s").
+func (s Setting) Bounds() string {
+	switch s.Kind {
+	case KindBool:
+		return "true or false"
+	case KindChoice:
+		return strings.Join(s.Choices, ", ")
+	}
+	f := func(x float64) string {
+		switch s.Kind {
+		case KindDuration:
+			return time.Duration(x).String()
+		case KindInt:
+			return strconv.FormatInt(int64(x), 10)
+		}
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	op := "≤"
+	if s.MinOpen {
+		op = "<"
+	}
+	return fmt.Sprintf("%s %s x ≤ %s", f(s.Min), op, f(s.Max))
+}
+
+// validateSettings checks every setting's bounds in c.
+func (c Config) validateSettings() error {
+	for _, s := range Settings {
+		v := s.Get(&c)
+		probe := DefaultConfig()
+		if err := s.Set(&probe, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
