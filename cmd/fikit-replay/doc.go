@@ -2,7 +2,7 @@
 // driver on a GPU machine, or simgpu's bin/simgpu/libcuda.so.1 (run it with
 // LD_LIBRARY_PATH=bin/simgpu) anywhere else.
 //
-//	fikit-replay --trace FILE --runs N [--warmup N] [--cpu-ns NS] [--interval DUR | --poisson RATE] [--json]
+//	fikit-replay --trace FILE --runs N [--warmup N] [--cpu-ns NS] [--interval DUR [--burst N] | --poisson RATE] [--json]
 //	fikit-replay gen --seed S [options] --out FILE
 //	fikit-replay ptx --trace FILE
 //
@@ -11,6 +11,13 @@
 // and launches its spin kernel asynchronously with the kernel's duration, and
 // synchronises the stream after the last launch. See package
 // internal/replay for the loop and docs/trace-format.md for the trace formats.
+//
+// Runs start back to back by default (closed loop). --interval DUR makes an
+// open loop with a run arriving every DUR, --poisson RATE one with Poisson
+// arrivals (--seed); a run that arrives while the previous one is going
+// waits. --burst N with --interval DUR sends bursts instead: N runs back to
+// back, then DUR of idle host time after the burst's last run, then the next
+// burst (the bench's bursty high-priority service).
 //
 // Output with --json, one JSON object per line: per measured run
 // {"run":i,"start_ns":…,"jct_ns":…,"kernels":…} (start_ns is CLOCK_MONOTONIC,

@@ -40,7 +40,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, open Open
 	app := &cli.App{
 		Name:  "fikit-replay",
 		Usage: "replay a kernel trace on a CUDA device (real, or simgpu's libcuda.so.1)",
-		UsageText: "fikit-replay --trace FILE --runs N [--warmup N] [--cpu-ns NS] [--interval DUR | --poisson RATE] [--json]\n" +
+		UsageText: "fikit-replay --trace FILE --runs N [--warmup N] [--cpu-ns NS] [--interval DUR [--burst N] | --poisson RATE] [--json]\n" +
 			"fikit-replay gen --seed S [options] --out FILE\n" +
 			"fikit-replay ptx --trace FILE",
 		Description: "FILE is an Orion kernel CSV or a fikit trace (docs/trace-format.md), or the name of an\n" +
@@ -72,7 +72,8 @@ func replayFlags() []cli.Flag {
 			Usage: "busy host time before each launch in `NS`, counted from the previous launch call's start; if not given, a trace's own host times when it has them"},
 		&cli.Int64Flag{Name: "pre-ns", Usage: "busy host time in `NS` at the start of each run (pre-processing, part of the JCT)"},
 		&cli.Int64Flag{Name: "post-ns", Usage: "busy host time in `NS` after each run's synchronisation (not part of the JCT)"},
-		&cli.DurationFlag{Name: "interval", Usage: "open loop: a run arrives every `DUR`"},
+		&cli.DurationFlag{Name: "interval", Usage: "open loop: a run arrives every `DUR` (with --burst: the host idles DUR between bursts)"},
+		&cli.IntFlag{Name: "burst", Usage: "with --interval: runs come in bursts of `N` back to back (each when the previous is done), the host idling --interval after each burst"},
 		&cli.Float64Flag{Name: "poisson", Usage: "open loop: Poisson arrivals at `RATE` runs per second"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the Poisson arrivals"},
 		&cli.BoolFlag{Name: "json", Usage: "one JSON line per run and a final summary line"},
@@ -122,8 +123,10 @@ func replayConfig(c *cli.Context) (Config, error) {
 		return cfg, usagef("--interval must be positive")
 	case c.IsSet("poisson") && !(rate > 0 && rate <= 1e7):
 		return cfg, usagef("--poisson must be a rate in (0, 1e7] per second")
+	case c.IsSet("burst") && (c.Int("burst") < 1 || !c.IsSet("interval")):
+		return cfg, usagef("--burst must be ≥ 1 and needs --interval (the idle time between bursts)")
 	}
-	cfg.Arrivals = Arrivals{Interval: iv, Rate: rate, Seed: c.Uint64("seed")}
+	cfg.Arrivals = Arrivals{Interval: iv, Rate: rate, Seed: c.Uint64("seed"), Burst: c.Int("burst")}
 	t, err := trace.Load(cfg.Name)
 	if err != nil {
 		return cfg, err

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fikit/fikit/kernelid"
 	"github.com/fikit/fikit/simgpu/trace"
@@ -230,6 +231,50 @@ func TestReplayOpenLoop(t *testing.T) {
 	}
 }
 
+// TestReplayBursts: --burst N runs N runs back to back, then idles
+// --interval after the burst's last run before the next burst.
+func TestReplayBursts(t *testing.T) {
+	a := Arrivals{Interval: 200 * time.Millisecond, Burst: 5}
+	if a.Closed() || a.Offsets(10) != nil {
+		t.Error("bursts are neither the closed loop nor on a schedule")
+	}
+	var idle []time.Duration
+	for j := 0; j < 11; j++ {
+		idle = append(idle, a.IdleBefore(j))
+	}
+	want := []time.Duration{0, 0, 0, 0, 0, a.Interval, 0, 0, 0, 0, a.Interval}
+	if !slices.Equal(idle, want) {
+		t.Errorf("IdleBefore = %v, want %v", idle, want)
+	}
+	if (Arrivals{Interval: time.Second}).IdleBefore(5) != 0 || (Arrivals{Burst: 5}).IdleBefore(5) != 0 {
+		t.Error("idle time without both --burst and --interval")
+	}
+
+	dev := &fakeDevice{}
+	out, err := runFake(t, dev, "--trace", "h100/mobilenet_4_fwd", "--runs", "6", "--cpu-ns", "0",
+		"--burst", "3", "--interval", "20ms", "--post-ns", "1000", "--json", "-q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := parseJSON(t, out)
+	if len(j.runs) != 6 {
+		t.Fatalf("%d runs", len(j.runs))
+	}
+	for i := 1; i < len(j.runs); i++ {
+		r, prev := j.runs[i], j.runs[i-1]
+		if r.WaitNs != nil {
+			t.Errorf("burst run %d has wait_ns (no arrival schedule)", i)
+		}
+		gap := r.StartNs - (prev.StartNs + prev.JCTNs)
+		if i == 3 && gap < 20_000_000 {
+			t.Errorf("burst 2 started %d ns after burst 1 ended, want ≥ 20 ms idle", gap)
+		}
+		if i != 3 && gap >= 20_000_000 {
+			t.Errorf("run %d inside a burst started %d ns after the previous one", i, gap)
+		}
+	}
+}
+
 func TestPoissonOffsets(t *testing.T) {
 	a := Arrivals{Rate: 1000, Seed: 7}
 	o1, o2 := a.Offsets(20000), a.Offsets(20000)
@@ -273,6 +318,8 @@ func TestUsageErrors(t *testing.T) {
 		{"--trace", "h100/bert_2_fwd", "--runs", "abc"}, {"--trace", "h100/bert_2_fwd", "--bogus"},
 		{"--trace", "h100/bert_2_fwd", "--interval", "1ms", "--poisson", "5"},
 		{"--trace", "h100/bert_2_fwd", "--poisson", "-1"}, {"--trace", "h100/bert_2_fwd", "--interval", "0s"},
+		{"--trace", "h100/bert_2_fwd", "--burst", "5"}, {"--trace", "h100/bert_2_fwd", "--burst", "0", "--interval", "1ms"},
+		{"--trace", "h100/bert_2_fwd", "--burst", "2", "--poisson", "5"},
 		{"--trace", "h100/bert_2_fwd", "--cpu-ns", "-5"}, {"--trace", "h100/bert_2_fwd", "extra"},
 		{"gen", "--kernels", "-5"}, {"gen", "--seed", "x"}, {"ptx"}, {"ptx", "--trace", "a", "b"},
 	} {

@@ -128,6 +128,10 @@ func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64
 			if _, ok := waitUntil(arrival, done); !ok {
 				return jcts, ErrInterrupted
 			}
+		} else if idle := cfg.Arrivals.IdleBefore(j); idle > 0 {
+			if _, ok := waitUntil(MonoNs()+int64(idle), done); !ok {
+				return jcts, ErrInterrupted
+			}
 		}
 		start, end, err := runOnce(ls, cfg.PreNs, dev, done)
 		if err != nil {
