@@ -161,8 +161,18 @@ func printSummary(w io.Writer, res *bench.Results, out string) {
 			pass = "pass"
 			if !*t.Pass {
 				pass = "FAIL"
+				if t.ReportOnly {
+					pass = "over"
+				}
 			}
 		}
 		fmt.Fprintf(w, "  %-20s %12s%-18s target %-9s %-4s  paper %s\n", t.Key, v, med, t.Target, pass, t.Paper)
+		if t.SharingValue != nil {
+			sm := ""
+			if t.SharingMedian != nil {
+				sm = fmt.Sprintf(" (median %.3g)", *t.SharingMedian)
+			}
+			fmt.Fprintf(w, "  %-20s %12.3g%-18s under default sharing, for contrast\n", "", *t.SharingValue, sm)
+		}
 	}
 }

@@ -2,12 +2,17 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/fikit/fikit/cmd/internal/harness"
 )
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
@@ -94,6 +99,9 @@ func TestComputeSummaryTakesWorstCases(t *testing.T) {
 	check("p6", s.P6LPCV, 0.12)
 	check("p7", s.P7HookNs, 180)
 	check("p8", s.P8GrantRTTRatio, 1.3)
+	if s.P10HPInterferencePct != nil {
+		t.Errorf("p10 = %v without interference measured, want null", *s.P10HPInterferencePct)
+	}
 
 	ts := Check(s, scs)
 	pass := map[string]*bool{}
@@ -122,7 +130,7 @@ func TestSummaryJSONContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"p1_overhead_pct", "p2_overhead_pct", "p3_hp_ratio_p50", "p3_hp_ratio_p99", "p4_speedup_min",
-		"p4_speedup_max", "p5_fill_pct", "p6_lp_cv", "p7_hook_ns", "p8_grant_rtt_ratio"} {
+		"p4_speedup_max", "p5_fill_pct", "p6_lp_cv", "p7_hook_ns", "p8_grant_rtt_ratio", "p10_hp_interference_pct"} {
 		v, ok := m["summary"][k]
 		if !ok || v != nil {
 			t.Errorf("summary[%q] = %v (present %v), want null", k, v, ok)
@@ -130,6 +138,189 @@ func TestSummaryJSONContract(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `"scenarios":null`) && !strings.Contains(string(b), `"scenarios":[]`) {
 		t.Errorf("no scenarios key: %s", b)
+	}
+}
+
+// withInterference sets the HP GPU interference p50 (and p99 = 2 × p50) of
+// sc's default-sharing and fikit modes, as setInterference would.
+func withInterference(sc Scenario, sharingP50, fikitP50 float64) Scenario {
+	sc.Modes = append([]ModeResult(nil), sc.Modes...)
+	for i := range sc.Modes {
+		var p50 float64
+		switch sc.Modes[i].Mode {
+		case ModeSharing:
+			p50 = sharingP50
+		case ModeFikit:
+			p50 = fikitP50
+		default:
+			continue
+		}
+		w := sc.Derived.HPVsAloneP50[sc.Modes[i].Mode]
+		sc.Modes[i].HPInterference = &harness.Interference{P50Pct: p50, P99Pct: 2 * p50, WallRatio: w, HostRatio: w - p50/100, Runs: 10}
+	}
+	return sc
+}
+
+// TestP10Interference: p10 is fikit's HP GPU interference p50, worst and
+// median over every co-location section (the new ones included), with
+// default sharing's beside it; report-only: a miss is shown, not failed.
+func TestP10Interference(t *testing.T) {
+	pair := func(sec, name string, sharing, fikit float64) Scenario {
+		sc := withInterference(pairScenario(name, 10, 25, 10.5, 20, 21, 85), sharing, fikit)
+		sc.Section = sec
+		return sc
+	}
+	broken := pair(SecBursts, "broken", 90, 90)
+	broken.Error = "boom"
+	noBlocked := pairScenario("no blocked_ns", 10, 25, 10.5, 20, 21, 85) // device could not tell
+	scs := []Scenario{
+		pair(SecPair, "a", 60, 0.5),
+		pair(SecPreempt, "b", 40, 1.0),
+		pair(SecBusyHost, "c", 80, 3.5),
+		pair(SecSparse, "d", 30, 0.2),
+		pair(SecBursts, "e", 50, 1.5),
+		pair(SecSensitivity, "not in the summary", 99, 50),
+		broken, noBlocked,
+	}
+	for _, sec := range []string{SecBusyHost, SecSparse, SecBursts, SecPair, SecPreempt, SecStability} {
+		if !isColoc(sec) {
+			t.Errorf("%s is not a co-location section", sec)
+		}
+	}
+	if isColoc(SecSensitivity) || isColoc(SecScheme2) {
+		t.Error("sensitivity or Scheme II counted as co-location")
+	}
+	s := ComputeSummary(scs)
+	if s.P10HPInterferencePct == nil || !near(*s.P10HPInterferencePct, 3.5) {
+		t.Fatalf("p10 = %v, want 3.5 (busy host)", s.P10HPInterferencePct)
+	}
+	var tg *Target
+	for _, x := range Check(s, scs) {
+		if x.Key == "p10_hp_interference_pct" {
+			tg = &x
+		}
+	}
+	if tg == nil {
+		t.Fatal("no p10 target")
+	}
+	if tg.Median == nil || !near(*tg.Median, 1.0) || tg.SharingValue == nil || !near(*tg.SharingValue, 80) ||
+		tg.SharingMedian == nil || !near(*tg.SharingMedian, 50) {
+		t.Errorf("p10 median %v, sharing %v / %v", tg.Median, tg.SharingValue, tg.SharingMedian)
+	}
+	if !tg.ReportOnly || tg.Pass == nil || *tg.Pass || !strings.Contains(tg.Target, "2 %") {
+		t.Errorf("p10 target %+v: want report-only ≤ 2 %%, not met", tg)
+	}
+
+	res := &Results{Scenarios: scs}
+	res.Summary, res.Targets = s, Check(s, scs)
+	var buf bytes.Buffer
+	if err := WriteReport(&buf, res); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"| `p10_hp_interference_pct` |", "over (report-only)", "Report-only target over: `p10_hp_interference_pct` = 3.5",
+		"under fikit 3.5 % worst, 1 % median; under default sharing (no scheduler) 80.0 % worst, 50.0 % median",
+		"## Busy host", "## Sparse HP", "## Bursts", "Where the HP's slowdown comes from",
+		"| c | fikit | 1.05× | 1.02× | 3.5 % | 7.0 % |", "| c | default sharing | 2.50× | 1.70× | 80.0 % | 160.0 % |",
+		"busy_host c: under fikit the HP's GPU interference is 3.5 %",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "Target missed: `p10") {
+		t.Error("a report-only target reported as missed")
+	}
+}
+
+// TestSetInterference: a mode's interference pools its runs over
+// repetitions against the exclusive mode's pooled p50, the one definition
+// (harness.InterferenceOf); a mode with a run the device could not account
+// for has none.
+func TestSetInterference(t *testing.T) {
+	b := func(v int64) *int64 { return &v }
+	alone := []harness.Run{{JCTNs: 10}, {JCTNs: 10}, {JCTNs: 12}, {JCTNs: 9}}
+	rep1 := []harness.Run{{JCTNs: 12, BlockedNs: b(1)}, {JCTNs: 14, BlockedNs: b(3)}}
+	rep2 := []harness.Run{{JCTNs: 11, BlockedNs: b(0)}, {JCTNs: 20, BlockedNs: b(8)}}
+	var aloneJCTs []int64
+	for _, r := range alone {
+		aloneJCTs = append(aloneJCTs, r.JCTNs)
+	}
+	modes := []ModeResult{
+		{Mode: ModeExclusive, HP: Summarize(aloneJCTs, 0)},
+		{Mode: ModeSharing, HP: JCT{Runs: 4}},
+		{Mode: ModeFikit, HP: JCT{Runs: 1}},
+	}
+	setInterference(modes, map[string][]harness.Run{
+		ModeSharing: append(append([]harness.Run(nil), rep1...), rep2...),
+		ModeFikit:   {{JCTNs: 10}}, // no blocked_ns
+	})
+	want := harness.InterferenceOf(&harness.Result{Runs: append(append([]harness.Run(nil), rep1...), rep2...)}, 10)
+	if got := modes[1].HPInterference; got == nil || *got != want || want.Runs != 4 {
+		t.Errorf("sharing: %+v, want %+v", got, want)
+	}
+	if modes[2].HPInterference != nil || modes[0].HPInterference != nil {
+		t.Errorf("fikit %+v / exclusive %+v: want none", modes[2].HPInterference, modes[0].HPInterference)
+	}
+}
+
+// TestArrivalsPlumbing: the sparse HP's Poisson arrivals and the bursty
+// HP's bursts reach fikit-replay's arguments and the results.
+func TestArrivalsPlumbing(t *testing.T) {
+	every := 8 * time.Millisecond
+	hp := hpSvc("h100/resnet50_4_fwd", 0, 100)
+	hp.Poisson, hp.Seed = poissonRate(every), 3
+	h := hp.live(true, "127.0.0.1:1")
+	if h.Every != 0 || strings.Join(h.Args, " ") != "--poisson 125 --seed 3" || !h.Hooked {
+		t.Errorf("Poisson: every %v, args %q", h.Every, h.Args)
+	}
+	if sp := hp.spec(); sp.PoissonRate != 125 || sp.Seed != 3 || sp.EveryNs != 0 || arrivals(sp) != "Poisson, mean every 8.00 ms" {
+		t.Errorf("Poisson spec %+v (%s)", sp, arrivals(sp))
+	}
+	bs := hpSvc("h100/resnet50_4_fwd", 200*time.Millisecond, 20)
+	bs.Burst = 5
+	h = bs.live(false, "")
+	if h.Every != 200*time.Millisecond || strings.Join(h.Args, " ") != "--burst 5" || h.Hooked {
+		t.Errorf("bursts: every %v, args %q", h.Every, h.Args)
+	}
+	if sp := bs.spec(); sp.Burst != 5 || arrivals(sp) != "bursts of 5, 200.00 ms idle" {
+		t.Errorf("burst spec %+v (%s)", sp, arrivals(sp))
+	}
+	if h := hpSvc("x", time.Second, 1).live(false, ""); len(h.Args) != 0 {
+		t.Errorf("plain interval: args %q", h.Args)
+	}
+}
+
+// TestHog: the CPU hog's processes run until Stop, and until the context
+// it was started with is done.
+func TestHog(t *testing.T) {
+	alive := func(pid int) bool { return syscall.Kill(pid, 0) == nil }
+	h, err := startHog(context.Background(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids := h.pids()
+	if len(pids) != 2 || !alive(pids[0]) || !alive(pids[1]) {
+		t.Fatalf("hog pids %v not running", pids)
+	}
+	h.Stop()
+	h.Stop() // idempotent
+	for _, pid := range pids {
+		if alive(pid) {
+			t.Errorf("hog process %d still there after Stop", pid)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h, err = startHog(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := h.pids()[0]
+	cancel()
+	<-h.done
+	if alive(pid) {
+		t.Errorf("hog process %d outlived its context", pid)
 	}
 }
 
@@ -218,6 +409,16 @@ func TestPlanQuickIsSmaller(t *testing.T) {
 	}
 	if len(q.pairs) >= len(f.pairs) || q.hpRuns >= f.hpRuns || len(q.headline) == 0 || len(q.variants) != len(f.variants) {
 		t.Errorf("quick plan %+v", q)
+	}
+	// The new co-location scenarios run in --quick too: a sparse HP slower
+	// than the daemon's holder TTL (1 s), a few requests; bursts.
+	for _, p := range []plan{q, f} {
+		if p.sparseEvery <= time.Second || p.sparseRuns < 4 || p.burstN < 2 || p.burstGap <= 0 || p.bursts < 2 {
+			t.Errorf("co-location plan: sparse %v × %d, bursts %d × %d / %v", p.sparseEvery, p.sparseRuns, p.bursts, p.burstN, p.burstGap)
+		}
+	}
+	if q.sparseRuns > 6 {
+		t.Errorf("quick: %d sparse requests, want ≤ 6", q.sparseRuns)
 	}
 	if p := newPlan(Options{MaxPairs: 2}); len(p.pairs) != 2 {
 		t.Errorf("MaxPairs: %d pairs", len(p.pairs))

@@ -55,6 +55,19 @@ func (r *runner) estimate() float64 {
 		}
 		s += float64(len(p.variants)) * pairMode(hk, hpInterval(r.alone[hk]), p.hpRuns, lk, 1, false)
 	}
+	// Busy host (the pairs again, slower under the hog: taken as 1.5×),
+	// sparse HP (every sparseEvery on the headline pairs, Poisson on the
+	// pairs) and bursts: exclusive, sharing and fikit once each.
+	for _, pr := range p.pairs {
+		hk, lk := "bench/hp/"+pr.HP, "bench/lp/"+pr.LP
+		s += 1.5 * pairMode(hk, hpInterval(r.alone[hk]), p.hpRuns, lk, 1, false)
+		s += pairMode(hk, hpInterval(r.alone[hk]), p.hpRuns, lk, 1, false)
+		perRun := p.burstGap/time.Duration(p.burstN) + time.Duration(r.alone[hk])
+		s += pairMode(hk, perRun, p.burstN*p.bursts, lk, 1, false)
+	}
+	for _, pr := range p.headline {
+		s += pairMode("bench/hp/"+pr.HP, p.sparseEvery, p.sparseRuns, "bench/lp/"+pr.LP, 1, false)
+	}
 	// The simulator, the timelines and the report: a few seconds per pair.
 	s += 2 * float64(len(p.pairs)+len(p.headline)*len(p.variants))
 	return s

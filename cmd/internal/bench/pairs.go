@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/fikit/fikit/cmd/internal/harness"
@@ -106,18 +107,45 @@ func (r *runner) alone1(ctx context.Context, env *harness.Env, s svc, hooked boo
 
 // within returns the JCTs of the runs inside [from, to].
 func within(res *harness.Result, from, to int64) []int64 {
-	var out []int64
+	return (&harness.Result{Runs: runsWithin(res, from, to)}).JCTs()
+}
+
+// runsWithin returns the runs inside [from, to].
+func runsWithin(res *harness.Result, from, to int64) []harness.Run {
+	var out []harness.Run
 	for _, x := range res.Runs {
 		if x.StartNs >= from && x.StartNs+x.JCTNs <= to {
-			out = append(out, x.JCTNs)
+			out = append(out, x)
 		}
 	}
 	return out
 }
 
+// setInterference sets each mode's HP GPU interference (harness.InterferenceOf)
+// from its HP runs, repetitions pooled as the JCTs are, against the
+// exclusive mode's pooled HP p50. A mode some of whose runs the device could
+// not account for is left without.
+func setInterference(modes []ModeResult, runs map[string][]harness.Run) {
+	ex := findMode(modes, ModeExclusive)
+	if ex == nil || ex.HP.P50 <= 0 {
+		return
+	}
+	for i := range modes {
+		rs := runs[modes[i].Mode]
+		if len(rs) == 0 {
+			continue
+		}
+		in := harness.InterferenceOf(&harness.Result{Runs: rs}, int64(ex.HP.P50))
+		if in.Runs == len(rs) {
+			modes[i].HPInterference = &in
+		}
+	}
+}
+
 // acc pools a mode's results over repetitions.
 type acc struct {
 	hp, lp         []int64
+	hpRuns         []harness.Run
 	hpSpan, lpSpan int64
 	fills          []float64
 	spans          int64
@@ -133,6 +161,16 @@ func (a *acc) result(mode string) ModeResult {
 		m.FillPct = ptr(s / float64(len(a.fills)))
 	}
 	return m
+}
+
+// pairCfg is how measurePair measures a pair.
+type pairCfg struct {
+	eo   harness.Options // the device
+	reps int
+	tag  string // for progress and work directories
+	// control adds the control mode (ModeFikitCPU); sim adds the
+	// simulator's prediction.
+	control, sim bool
 }
 
 // pairModes measures an HP at an interval with an LP in a closed loop:
@@ -178,6 +216,7 @@ func (r *runner) pairModes(ctx context.Context, env *harness.Env, hp, lp svc, re
 		}
 		ex := accs[ModeExclusive]
 		ex.hp = append(ex.hp, a.JCTs()...)
+		ex.hpRuns = append(ex.hpRuns, a.Runs...)
 		ex.lp = append(ex.lp, l.JCTs()...)
 		f, t := a.Span()
 		ex.hpSpan += t - f
@@ -196,6 +235,7 @@ func (r *runner) pairModes(ctx context.Context, env *harness.Env, hp, lp svc, re
 			from, to := b.fg.Span()
 			ac := accs[mode]
 			ac.hp = append(ac.hp, b.fg.JCTs()...)
+			ac.hpRuns = append(ac.hpRuns, b.fg.Runs...)
 			ac.lp = append(ac.lp, within(b.bg, from, to)...)
 			ac.hpSpan += to - from
 			ac.lpSpan += to - from
@@ -218,6 +258,11 @@ func (r *runner) pairModes(ctx context.Context, env *harness.Env, hp, lp svc, re
 	for _, m := range modes {
 		out = append(out, accs[m].result(m))
 	}
+	runs := map[string][]harness.Run{}
+	for m, a := range accs {
+		runs[m] = a.hpRuns
+	}
+	setInterference(out, runs)
 	return out, nil
 }
 
@@ -229,37 +274,56 @@ func (r *runner) pairs(ctx context.Context) error {
 		lp := lpSvc(p.LP, 0, 0)
 		r.logf(" pair %d/%d %s, HP every %s", i+1, len(r.p.pairs), p.name(), hp.Every)
 		sc := Scenario{Section: SecPair, Name: p.name(), HP: hp.spec(), LP: lp.spec()}
-		err := r.measurePair(ctx, &sc, hp, lp, harness.Options{Timeline: true}, r.p.reps, fmt.Sprintf("pair %d", i+1), true)
+		err := r.measurePair(ctx, &sc, hp, lp, pairCfg{eo: harness.Options{Timeline: true}, reps: r.p.reps,
+			tag: fmt.Sprintf("pair %d", i+1), control: true, sim: true})
 		r.add(sc, err)
 		if err == nil && sc.Derived != nil {
 			fk, sh := sc.Mode(ModeFikit), sc.Mode(ModeSharing)
 			r.logf("  HP p50 vs alone: sharing %.2fx, fikit %.2fx (sim %.2fx; LP on another device %.2fx); fill %s; LP p50 %.1f ms → %.1f ms",
 				sc.Derived.HPVsAloneP50[ModeSharing], sc.Derived.HPVsAloneP50[ModeFikit], sc.Derived.SimHPVsAloneP50[ModeFikit],
 				sc.Derived.HPVsAloneP50[ModeFikitCPU], fmtPtr(fk.FillPct, "%.0f%%"), sh.LP.P50/1e6, fk.LP.P50/1e6)
+			r.logInterference(&sc)
 		}
 	}
 	return nil
 }
 
-// measurePair fills sc with the measured modes, the prediction and the
-// derived ratios.
-func (r *runner) measurePair(ctx context.Context, sc *Scenario, hp, lp svc, eo harness.Options, reps int, tag string, control bool) error {
-	env, err := r.env(tag, eo)
+// measurePair fills sc with the measured modes, the prediction if asked
+// for and the derived ratios.
+func (r *runner) measurePair(ctx context.Context, sc *Scenario, hp, lp svc, c pairCfg) error {
+	env, err := r.env(c.tag, c.eo)
 	if err != nil {
 		return err
 	}
 	defer env.Close()
-	modes, err := r.pairModes(ctx, env, hp, lp, reps, tag, control)
+	modes, err := r.pairModes(ctx, env, hp, lp, c.reps, c.tag, c.control)
 	if err != nil {
 		return err
 	}
 	sc.Modes = modes
-	sc.Sim, err = r.predict(hp, lp, eo.Model, eo.SwitchUs, true)
-	if err != nil {
-		r.logf("  simulator: %v", err)
+	if c.sim {
+		sc.Sim, err = r.predict(hp, lp, c.eo.Model, c.eo.SwitchUs, true)
+		if err != nil {
+			r.logf("  simulator: %v", err)
+		}
 	}
 	sc.Derived = Derive(sc)
 	return nil
+}
+
+// logInterference prints the HP's GPU interference and host part per
+// co-located mode.
+func (r *runner) logInterference(sc *Scenario) {
+	var parts []string
+	for _, m := range []string{ModeSharing, ModeFikit, ModeFikitCPU} {
+		if mr := sc.Mode(m); mr != nil && mr.HPInterference != nil {
+			in := mr.HPInterference
+			parts = append(parts, fmt.Sprintf("%s %.1f%%/%.1f%% (host %.2fx)", m, in.P50Pct, in.P99Pct, in.HostRatio))
+		}
+	}
+	if len(parts) > 0 {
+		r.logf("  HP GPU interference p50/p99: %s", strings.Join(parts, ", "))
+	}
 }
 
 // preemption is Scheme IV c: the LP runs continuously and the HP sends a
@@ -270,11 +334,12 @@ func (r *runner) preemption(ctx context.Context) error {
 		lp := lpSvc(p.LP, 0, 0)
 		r.logf(" pair %d/%d %s, HP every %s", i+1, len(r.p.pairs), p.name(), hp.Every)
 		sc := Scenario{Section: SecPreempt, Name: p.name(), HP: hp.spec(), LP: lp.spec()}
-		err := r.measurePair(ctx, &sc, hp, lp, harness.Options{}, 1, fmt.Sprintf("preempt %d", i+1), false)
+		err := r.measurePair(ctx, &sc, hp, lp, pairCfg{reps: 1, tag: fmt.Sprintf("preempt %d", i+1), sim: true})
 		r.add(sc, err)
 		if err == nil && sc.Derived != nil {
 			r.logf("  HP speedup over sharing %.2fx (mean %.2fx), LP p50 sharing/fikit %.2f", sc.Derived.Speedup,
 				sc.Derived.SpeedupMean, sc.Derived.LPSpeedup)
+			r.logInterference(&sc)
 		}
 	}
 	return nil
@@ -295,6 +360,7 @@ func (r *runner) stability(ctx context.Context) error {
 		if err == nil {
 			r.logf("  LP CV: exclusive %.3f, sharing %.3f, fikit %.3f", sc.Mode(ModeExclusive).LP.CV,
 				sc.Mode(ModeSharing).LP.CV, sc.Mode(ModeFikit).LP.CV)
+			r.logInterference(&sc)
 		}
 	}
 	return nil
@@ -318,6 +384,8 @@ func (r *runner) stable1(ctx context.Context, sc *Scenario, hpc, lp svc, tag str
 	af, at := a.Span()
 	lf, lt := l.Span()
 	sc.Modes = append(sc.Modes, ModeResult{Mode: ModeExclusive, HP: Summarize(a.JCTs(), at-af), LP: Summarize(l.JCTs(), lt-lf)})
+	// The HP is the background service here: its runs inside the LP's span.
+	hpRuns := map[string][]harness.Run{ModeExclusive: a.Runs}
 	for _, mode := range []string{ModeSharing, ModeFikit} {
 		r.logf("  %s: %s", tag, mode)
 		b, err := r.together(ctx, env, nil, lp, hpc, mode == ModeFikit)
@@ -325,9 +393,11 @@ func (r *runner) stable1(ctx context.Context, sc *Scenario, hpc, lp svc, tag str
 			return fmt.Errorf("%s: %w", mode, err)
 		}
 		from, to := b.fg.Span()
+		hpRuns[mode] = runsWithin(b.bg, from, to)
 		sc.Modes = append(sc.Modes, ModeResult{Mode: mode, HP: Summarize(within(b.bg, from, to), to-from),
 			LP: Summarize(b.fg.JCTs(), to-from), SpanNs: to - from})
 	}
+	setInterference(sc.Modes, hpRuns)
 	sc.Sim, err = r.predict(hpc, lp, "", 0, false)
 	if err != nil {
 		r.logf("  simulator: %v", err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/fikit/fikit/cmd/internal/harness"
@@ -90,6 +91,17 @@ type plan struct {
 	preRuns     int
 	stableRuns  int // IV d: LP requests per mode
 	ratioTrials int
+	// Co-location under other conditions (each exclusive, default sharing
+	// and fikit): a busy host (a CPU hog on every core) with the IV a/b
+	// pairs; a sparse HP, every sparseEvery (longer than the daemon's
+	// holder TTL) on the headline pairs and with Poisson arrivals at the
+	// IV a/b mean interval on the pairs; a bursty HP, bursts of burstN
+	// requests back to back with burstGap idle between them.
+	sparseEvery time.Duration
+	sparseRuns  int
+	burstN      int
+	burstGap    time.Duration
+	bursts      int
 	hookRounds  int
 	hookLaunch  int
 	rttSamples  int
@@ -106,6 +118,7 @@ func newPlan(o Options) plan {
 		ratios: []int{1, 10, 20, 30, 40, 50},
 		hpRuns: 150, reps: 2, ovReps: 5, ovBudget: 600 * time.Millisecond, profileRuns: 30,
 		preEvery: 60 * time.Millisecond, preRuns: 50, stableRuns: 40, ratioTrials: 4,
+		sparseEvery: 1500 * time.Millisecond, sparseRuns: 8, burstN: 5, burstGap: 200 * time.Millisecond, bursts: 8,
 		hookRounds: 7, hookLaunch: 100000, rttSamples: 10000, blastDur: time.Second,
 	}
 	if o.Quick {
@@ -114,6 +127,7 @@ func newPlan(o Options) plan {
 		p.headline = []pair{allPairs[0]}
 		p.hpRuns, p.reps, p.ovReps, p.ovBudget, p.profileRuns = 100, 1, 4, 300*time.Millisecond, 20
 		p.preEvery, p.preRuns, p.stableRuns, p.ratioTrials = 40*time.Millisecond, 40, 20, 3
+		p.sparseRuns, p.bursts = 5, 5
 		p.hookRounds, p.hookLaunch, p.rttSamples, p.blastDur = 5, 40000, 3000, 500*time.Millisecond
 	}
 	if o.MaxPairs > 0 && o.MaxPairs < len(p.pairs) {
@@ -130,6 +144,12 @@ type svc struct {
 	CPUNs, PreNs, Post int64
 	Every              time.Duration
 	Runs, Warmup       int
+	// Poisson > 0: Poisson arrivals at this rate per second (seed Seed)
+	// instead of Every. Burst > 0: bursts of Burst runs back to back, Every
+	// of idle time between them. Neither is simulated.
+	Poisson float64
+	Seed    uint64
+	Burst   int
 }
 
 func hpSvc(tr string, every time.Duration, runs int) svc {
@@ -152,12 +172,24 @@ func (s svc) live(hooked bool, sched string) harness.Service {
 	if hooked {
 		h.Hooked, h.Prio, h.TaskKey, h.Scheduler = true, s.Prio, s.Key, sched
 	}
+	switch {
+	case s.Poisson > 0:
+		h.Every = 0
+		h.Args = []string{"--poisson", strconv.FormatFloat(s.Poisson, 'g', -1, 64), "--seed", strconv.FormatUint(s.Seed, 10)}
+	case s.Burst > 0:
+		h.Args = []string{"--burst", strconv.Itoa(s.Burst)}
+	}
 	return h
 }
 
 // spec is the service as the results record it.
 func (s svc) spec() *Service {
-	return &Service{Trace: s.Trace, Prio: s.Prio, CPUNs: s.CPUNs, PreNs: s.PreNs, PostNs: s.Post, EveryNs: int64(s.Every), Runs: s.Runs}
+	sp := &Service{Trace: s.Trace, Prio: s.Prio, CPUNs: s.CPUNs, PreNs: s.PreNs, PostNs: s.Post, EveryNs: int64(s.Every), Runs: s.Runs,
+		Burst: s.Burst}
+	if s.Poisson > 0 {
+		sp.EveryNs, sp.PoissonRate, sp.Seed = 0, s.Poisson, s.Seed
+	}
+	return sp
 }
 
 // simService is the service for the simulator (without its profile).

@@ -2,7 +2,10 @@ package bench
 
 import (
 	"math"
+	"slices"
 	"sort"
+
+	"github.com/fikit/fikit/cmd/internal/harness"
 )
 
 // Sections of the evaluation, as Scenario.Section names them.
@@ -15,7 +18,17 @@ const (
 	SecRatio       = "ratio"       // LP JCT vs exclusive at HP:LP task ratios (Fig. 18)
 	SecMicro       = "micro"       // hook cost, grant round trip, daemon throughput
 	SecSensitivity = "sensitivity" // headline pairs under other device assumptions
+	SecBusyHost    = "busy_host"   // IV a/b pairs with a CPU hog on every core
+	SecSparse      = "sparse_hp"   // HP every 1.5 s, or Poisson arrivals; LP continuous
+	SecBursts      = "bursts"      // HP in bursts of back-to-back requests; LP continuous
 )
+
+// colocSections are the sections whose scenarios run the HP on one device
+// with an LP (their HP GPU interference makes p10); sensitivity variants
+// are not in the summary.
+var colocSections = []string{SecPair, SecPreempt, SecStability, SecBusyHost, SecSparse, SecBursts}
+
+func isColoc(sec string) bool { return slices.Contains(colocSections, sec) }
 
 // Modes, as ModeResult.Mode names them.
 const (
@@ -74,6 +87,16 @@ type Params struct {
 	StableRuns   int     `json:"stable_runs"`
 	RatioTrials  int     `json:"ratio_trials"`
 	Ratios       []int   `json:"ratios"`
+	// SparseEveryNs and SparseRuns: the sparse HP's interval and requests;
+	// Burst, BurstGapNs and Bursts: the bursty HP's requests per burst, idle
+	// time between bursts and bursts per mode; HogThreads: the busy host's
+	// spinning processes.
+	SparseEveryNs int64 `json:"sparse_every_ns"`
+	SparseRuns    int   `json:"sparse_runs"`
+	Burst         int   `json:"burst"`
+	BurstGapNs    int64 `json:"burst_gap_ns"`
+	Bursts        int   `json:"bursts"`
+	HogThreads    int   `json:"hog_threads"`
 	// Sim latencies fed to the simulator (measured in this run's micro
 	// section when available).
 	SimNotifyNs int64 `json:"sim_notify_latency_ns"`
@@ -93,6 +116,9 @@ type Summary struct {
 	P6LPCV          *float64 `json:"p6_lp_cv"`
 	P7HookNs        *float64 `json:"p7_hook_ns"`
 	P8GrantRTTRatio *float64 `json:"p8_grant_rtt_ratio"`
+	// P10HPInterferencePct is the HP's GPU interference p50 under fikit,
+	// worst over the co-location scenarios (harness.Interference.P50Pct).
+	P10HPInterferencePct *float64 `json:"p10_hp_interference_pct"`
 }
 
 // Service is how a service was run.
@@ -102,9 +128,15 @@ type Service struct {
 	CPUNs  int64  `json:"cpu_ns"`
 	PreNs  int64  `json:"pre_ns,omitempty"`
 	PostNs int64  `json:"post_ns,omitempty"`
-	// EveryNs is the open-loop request interval (0: closed loop).
+	// EveryNs is the open-loop request interval (0: closed loop; with
+	// Burst, the idle time between bursts).
 	EveryNs int64 `json:"every_ns,omitempty"`
 	Runs    int   `json:"runs,omitempty"`
+	// PoissonRate > 0: Poisson arrivals at this rate per second (Seed).
+	PoissonRate float64 `json:"poisson_per_s,omitempty"`
+	Seed        uint64  `json:"seed,omitempty"`
+	// Burst > 0: requests in bursts of Burst back to back.
+	Burst int `json:"burst,omitempty"`
 }
 
 // Scenario is one measured case of one section.
@@ -147,6 +179,11 @@ type ModeResult struct {
 	LP      JCT      `json:"lp"`
 	FillPct *float64 `json:"fill_pct,omitempty"`
 	SpanNs  int64    `json:"span_ns,omitempty"`
+	// HPInterference splits the HP's slowdown against the exclusive mode's
+	// HP p50 into GPU interference (its runs' blocked time, simgpu ground
+	// truth) and the host's part, over the same runs as HP (repetitions
+	// pooled). Nil where not measured (the simulator's modes).
+	HPInterference *harness.Interference `json:"hp_interference,omitempty"`
 }
 
 // Derived are the ratios the figures show, from a scenario's modes.

@@ -86,6 +86,9 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		{"Scheme IV a/b (pairs together)", r.pairs},
 		{"Scheme IV c (preemption)", r.preemption},
 		{"Scheme IV d (stability)", r.stability},
+		{"busy host (IV a/b pairs with a CPU hog on every core)", r.busyHost},
+		{"sparse HP (every 1.5 s; Poisson arrivals)", r.sparse},
+		{"bursts (HP bursts of back-to-back requests)", r.bursts},
 		{"Fig. 18 (LP JCT vs exclusive by task ratio)", r.ratio},
 		{"sensitivity (device assumptions)", r.sensitivity},
 	}
@@ -112,7 +115,9 @@ func (r *runner) finish() *Results {
 	res.Meta.Params = Params{HPCPUNs: hpCPUNs, LPCPUNs: lpCPUNs, HPPreNs: hpPreNs, HPPostNs: hpPostNs, IntervalX: intervalX,
 		HPRuns: r.p.hpRuns, Reps: r.p.reps, OverheadReps: r.p.ovReps, ProfileRuns: r.p.profileRuns,
 		PreemptEvery: int64(r.p.preEvery), PreemptRuns: r.p.preRuns, StableRuns: r.p.stableRuns, RatioTrials: r.p.ratioTrials,
-		Ratios: r.p.ratios, SimNotifyNs: int64(r.simNotify), SimGrantNs: int64(r.simGrant)}
+		Ratios: r.p.ratios, SimNotifyNs: int64(r.simNotify), SimGrantNs: int64(r.simGrant),
+		SparseEveryNs: int64(r.p.sparseEvery), SparseRuns: r.p.sparseRuns, Burst: r.p.burstN, BurstGapNs: int64(r.p.burstGap),
+		Bursts: r.p.bursts, HogThreads: runtime.NumCPU()}
 	res.Summary = ComputeSummary(res.Scenarios)
 	res.Targets = Check(res.Summary, res.Scenarios)
 	return res

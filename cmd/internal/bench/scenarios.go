@@ -230,7 +230,7 @@ func (r *runner) sensitivity(ctx context.Context) error {
 			r.logf(" %s on %s", p.name(), v.Name)
 			sc := Scenario{Section: SecSensitivity, Name: p.name(), Variant: v.Name, HP: hp.spec(), LP: lp.spec()}
 			eo := harness.Options{Model: v.Model, SwitchUs: v.SwitchUs, Timeline: true}
-			err := r.measurePair(ctx, &sc, hp, lp, eo, 1, "sens "+v.Name, false)
+			err := r.measurePair(ctx, &sc, hp, lp, pairCfg{eo: eo, reps: 1, tag: "sens " + v.Name, sim: true})
 			r.add(sc, err)
 			if err == nil && sc.Derived != nil {
 				r.logf("  HP p50 vs alone: sharing %.2fx, fikit %.2fx; fill %s", sc.Derived.HPVsAloneP50[ModeSharing],

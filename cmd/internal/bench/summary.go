@@ -7,7 +7,8 @@ import (
 )
 
 // ComputeSummary derives the contract's numbers from the scenarios. Each is
-// the worst case over the scenarios of its section (docs/bench.md): a
+// the worst case over the scenarios of its section (p10: of every
+// co-location section; docs/bench.md): a
 // scheduler's claim has to hold for every pair, and the median is in the
 // report beside it. Sensitivity variants are not part of the summary.
 func ComputeSummary(scs []Scenario) Summary {
@@ -67,7 +68,25 @@ func ComputeSummary(scs []Scenario) Summary {
 	s.P4SpeedupMax = maxOf(p4)
 	s.P5FillPct = minOf(p5)
 	s.P6LPCV = maxOf(p6)
+	s.P10HPInterferencePct = maxOf(interferenceP50s(scs, ModeFikit))
 	return s
+}
+
+// interferenceP50s are the HP GPU interference p50s (%) of mode m in the
+// co-location scenarios that measured it (p10: mode fikit; its contrast:
+// default sharing).
+func interferenceP50s(scs []Scenario, m string) []float64 {
+	var out []float64
+	for i := range scs {
+		sc := &scs[i]
+		if sc.Error != "" || !isColoc(sc.Section) {
+			continue
+		}
+		if mr := sc.Mode(m); mr != nil && mr.HPInterference != nil && mr.HPInterference.Runs > 0 {
+			out = append(out, mr.HPInterference.P50Pct)
+		}
+	}
+	return out
 }
 
 // Target is one summary number beside its target and the paper's figure.
@@ -80,7 +99,18 @@ type Target struct {
 	Pass    *bool    `json:"pass"` // nil: no target, or not measured
 	Paper   string   `json:"paper"`
 	Comment string   `json:"comment,omitempty"`
+	// ReportOnly: the target is reported, not enforced yet; Pass still
+	// says whether it was met, and a miss is no finding of "Target missed".
+	ReportOnly bool `json:"report_only,omitempty"`
+	// SharingValue and SharingMedian are the same figure under default
+	// sharing (worst and median over the same scenarios), for contrast.
+	SharingValue  *float64 `json:"sharing_value,omitempty"`
+	SharingMedian *float64 `json:"sharing_median,omitempty"`
 }
+
+// p10Target is the report-only bound on p10 (%); the next issue tightens it
+// and makes it binding.
+const p10Target = 2.0
 
 // Check sets each summary number beside its target (the issue's) and the
 // paper's figure; medians across scenarios go beside the worst cases.
@@ -121,6 +151,10 @@ func Check(s Summary, scs []Scenario) []Target {
 			Value: s.P7HookNs, Target: "≤ 300 ns", Pass: le(s.P7HookNs, 300), Paper: "not reported"},
 		{Key: "p8_grant_rtt_ratio", What: "LaunchRequest→Grant round trip p50 / raw UDP echo p50, same process",
 			Value: s.P8GrantRTTRatio, Target: "≤ 1.25", Pass: le(s.P8GrantRTTRatio, 1.25), Paper: "not reported"},
+		{Key: "p10_hp_interference_pct", What: "co-location: HP GPU interference p50 under fikit, % of its p50 JCT alone (blocked time, simgpu; worst scenario)",
+			Value: s.P10HPInterferencePct, Median: med["p10"], Target: fmt.Sprintf("≤ %g %% (report-only)", p10Target),
+			Pass: le(s.P10HPInterferencePct, p10Target), ReportOnly: true, Paper: "not reported",
+			SharingValue: maxOf(interferenceP50s(scs, ModeSharing)), SharingMedian: med["p10_sharing"]},
 	}
 }
 
@@ -162,6 +196,12 @@ func medians(scs []Scenario) map[string]*float64 {
 				vals["p6"] = append(vals["p6"], fk.LP.CV)
 			}
 		}
+	}
+	if v := interferenceP50s(scs, ModeFikit); len(v) > 0 {
+		vals["p10"] = v
+	}
+	if v := interferenceP50s(scs, ModeSharing); len(v) > 0 {
+		vals["p10_sharing"] = v
 	}
 	out := map[string]*float64{}
 	for k, v := range vals {

@@ -132,6 +132,8 @@ type Service struct {
 	Scheduler string
 	// Extra environment (e.g. FIKIT_DISABLE=1).
 	Env []string
+	// Args are extra fikit-replay arguments (e.g. --poisson RATE, --burst N).
+	Args []string
 }
 
 // Run is one replayed run as fikit-replay reports it.
@@ -173,6 +175,7 @@ func (e *Env) Start(ctx context.Context, svc Service) (*Proc, error) {
 	if svc.Every > 0 {
 		args = append(args, "--interval", svc.Every.String())
 	}
+	args = append(args, svc.Args...)
 	replay := filepath.Join(e.opt.Bin, "fikit-replay")
 	var cmd *exec.Cmd
 	if svc.Hooked {
