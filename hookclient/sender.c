@@ -9,10 +9,10 @@
  * the control socket and an eventfd (woken only by registration and run
  * ends) with a short timeout right after activity, doubling to 1 ms when
  * idle. Timer slack is 1 ns on this thread so the short timeouts are kept.
- * Each wake costs the service's machine ~10 µs of CPU whatever it sends, so
- * the shortest interval is 100 µs (half the CPU of 50 µs, measured with
- * hook-bench): launches carry their own times, so the daemon places them
- * correctly however late their report arrives. */
+ * Each wake costs the service's machine CPU whatever it sends, so the
+ * shortest interval is POLL_MIN_NS (hook-bench measures the trade-off;
+ * figures in hookclient/README.md): launches carry their own times, so the
+ * daemon places them correctly however late their report arrives. */
 #include "hook.h"
 
 #include <arpa/inet.h>

@@ -64,9 +64,9 @@ type Config struct {
 	// RunEndByPosition lets the launch of a run's last kernel (by position
 	// in the profile's sequence) end the holder's run and open the window
 	// to its next one, without waiting for the run-end report. It fills
-	// more of the inter-run gap, but off by default: on the 2-core test
-	// machine the high-priority p50 JCT was 1.06–1.09× alone with it,
-	// 1.03–1.06× without, for about the same fill (docs/scheduler.md).
+	// more of the inter-run gap, but is off by default: measured, it slowed
+	// the high-priority service more than it added fill (figures in
+	// docs/scheduler.md).
 	RunEndByPosition bool
 }
 

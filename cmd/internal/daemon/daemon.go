@@ -132,8 +132,8 @@ func (s *Server) now() int64 { return monotonic() }
 
 // monotonic is CLOCK_MONOTONIC in nanoseconds. Go's monotonic clock is
 // CLOCK_MONOTONIC read through the vDSO; x/sys's ClockGettime is a real
-// system call (~0.5 µs here, several per datagram), so the clock is read
-// once and then advanced by Go's.
+// system call (several per datagram would show in the grant round trip), so
+// the clock is read once and then advanced by Go's.
 func monotonic() int64 { return monoBase + int64(time.Since(monoStart)) }
 
 var monoStart, monoBase = func() (time.Time, int64) {
