@@ -198,7 +198,7 @@ typedef struct fk_rec {
 	uint16_t task;
 	uint32_t seq;     /* launch seq; RunEnd: reason */
 	uint64_t kid;     /* kernel ID; RunEnd: run_ns */
-	uint64_t t_ns;    /* CLOCK_MONOTONIC of the launch (LaunchBatch) */
+	uint64_t t_ns;    /* CLOCK_MONOTONIC of the launch (LaunchBatch); RunEnd: its last launch's seq */
 	const fk_fn *fn;  /* for KernelInfo */
 	uint32_t dims[6];
 	uint32_t ev;      /* event pair; RunEnd: kernels */

@@ -45,6 +45,7 @@
 typedef struct mitem {
 	uint8_t kind;
 	uint32_t ev, spacing, kernels, reason;
+	uint32_t last_seq; /* run end: seq of its last launch */
 	uint64_t kid; /* run end: run_ns */
 	const fk_fn *fn;
 	uint32_t dims[6];
@@ -185,6 +186,7 @@ void fk_measure_item(fk_task *t, const fk_rec *r)
 		it->reason = r->seq;
 		it->kid = r->kid;
 		it->kernels = r->ev;
+		it->last_seq = (uint32_t)r->t_ns;
 	}
 }
 
@@ -422,7 +424,7 @@ static void run_end(fk_task *t, mstate *m, const mitem *it)
 	if (!m->run_bad && m->nrun)
 		settle(t, m);
 	fk_out_commit(fk_enc_run_end(fk_out_slot(), FK_MAX_DATAGRAM, atomic_load(&t->task_id), t->run, it->kernels,
-				     it->kid, (uint8_t)it->reason));
+				     it->kid, (uint8_t)it->reason, it->last_seq));
 	t->run++;
 	m->nrun = 0;
 	m->run_bad = 0;

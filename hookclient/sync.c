@@ -53,6 +53,7 @@ void fk_run_end(fk_task *t, int reason)
 		    .task = (uint16_t)t->index,
 		    .seq = (uint32_t)reason,
 		    .kid = now > start ? now - start : 0,
+		    .t_ns = atomic_load_explicit(&t->seq, memory_order_relaxed),
 		    .ev = k};
 	/* Not woken: the service resumes now, and a sender woken here would
 	 * compete with it (for a core, or for the driver) just as the next run

@@ -164,15 +164,16 @@ size_t fk_enc_launch_batch(void *buf, size_t cap, uint32_t task, uint32_t seq, u
 }
 
 size_t fk_enc_run_end(void *buf, size_t cap, uint32_t task, uint32_t run, uint32_t kernels, uint64_t run_ns,
-		      uint8_t reason)
+		      uint8_t reason, uint32_t last_seq)
 {
 	fk_wbuf w = fk_wbuf_make(buf, cap);
-	head(&w, 5, FK_MSG_RUN_END);
+	head(&w, 6, FK_MSG_RUN_END);
 	fk_mp_uint(&w, task);
 	fk_mp_uint(&w, run);
 	fk_mp_uint(&w, kernels);
 	fk_mp_uint(&w, run_ns);
 	fk_mp_uint(&w, reason);
+	fk_mp_uint(&w, last_seq);
 	return done(&w);
 }
 

@@ -82,7 +82,7 @@ size_t fk_enc_launch(void *buf, size_t cap, int type, uint32_t task, uint32_t se
 size_t fk_enc_measurements(void *buf, size_t cap, uint32_t task, uint32_t run, const fk_meas_rec *r,
 			   size_t n);
 size_t fk_enc_run_end(void *buf, size_t cap, uint32_t task, uint32_t run, uint32_t kernels, uint64_t run_ns,
-		      uint8_t reason);
+		      uint8_t reason, uint32_t last_seq);
 size_t fk_enc_task_only(void *buf, size_t cap, int type, uint32_t task); /* Heartbeat, Goodbye */
 size_t fk_enc_kernel_info(void *buf, size_t cap, uint32_t task, uint64_t kid, const char *name, size_t name_len,
 			  const uint32_t dims[6]);

@@ -95,6 +95,10 @@ type RunEnded struct {
 	Run     uint32
 	Kernels uint32
 	RunNs   int64
+	// LastSeq is the seq of the run's last launch (0: unknown). With it the
+	// core places the run exactly — launches LastSeq−Kernels+1 … LastSeq —
+	// whatever it saw of it (a task that registered mid-run, lost reports).
+	LastSeq uint32
 }
 
 // MeasurementsReceived: measured kernels of a profiling run.

@@ -168,7 +168,14 @@ func (n *Node) kernelInfo(t *task, e KernelInfoReceived) {
 func (n *Node) runEnded(t *task, e RunEnded) {
 	first := t.runStartSeq
 	ahead := false
-	if first != 0 && e.Kernels > 0 {
+	switch {
+	case e.LastSeq != 0 && e.Kernels > 0:
+		// The hook says which launches the run was: re-anchor on them, so
+		// a wrong anchor (the first launch seen was mid-run) lasts one run.
+		first = e.LastSeq - e.Kernels + 1
+		t.runStartSeq = e.LastSeq + 1
+		ahead = t.seq != 0 && int32(t.seq-t.runStartSeq) >= 0
+	case first != 0 && e.Kernels > 0:
 		// The next run starts right after this one's launches; if the core
 		// has seen launches from there on, that run is under way already.
 		t.runStartSeq += e.Kernels

@@ -104,7 +104,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		err = h.node.Step(LaunchRequested{Now: h.now, Task: taskArg(t, args), Seq: uint32(num(t, args, "seq", 0)), Kernel: uint64(num(t, args, "kernel", 0))})
 	case "runend":
 		err = h.node.Step(RunEnded{Now: h.now, Task: taskArg(t, args), Run: uint32(num(t, args, "run", 0)),
-			Kernels: uint32(num(t, args, "kernels", 0)), RunNs: dur(t, args["run_ns"])})
+			Kernels: uint32(num(t, args, "kernels", 0)), RunNs: dur(t, args["run_ns"]), LastSeq: uint32(num(t, args, "last", 0))})
 	case "measure":
 		var recs []profiler.Record
 		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {

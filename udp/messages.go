@@ -71,6 +71,10 @@ type RunEnd struct {
 	Kernels uint32 // kernels launched in the run
 	RunNS   uint64 // the run's duration
 	Reason  RunEndReason
+	// LastSeq is the seq of the run's last launch: its launches are
+	// LastSeq−Kernels+1 … LastSeq, which places the run whatever the daemon
+	// saw of it (a hook that re-registered mid-run, lost reports). 0: unknown.
+	LastSeq uint32
 }
 
 // Heartbeat tells the daemon the task is alive (type 6).
@@ -213,7 +217,7 @@ var messages = [...]messageDef{
 	TypeMeasurements: def[Measurements]("Measurements", ToDaemon, u32("task_id"), u32("run"),
 		field{name: "records", kind: kRecords}),
 	TypeRunEnd: def[RunEnd]("RunEnd", ToDaemon, u32("task_id"), u32("run"), u32("kernels"), u64("run_ns"),
-		enum("reason", uint64(ReasonStreamSync), uint64(ReasonExplicit))),
+		enum("reason", uint64(ReasonStreamSync), uint64(ReasonExplicit)), u32("last_seq")),
 	TypeHeartbeat: def[Heartbeat]("Heartbeat", ToDaemon, u32("task_id")),
 	TypeGoodbye:   def[Goodbye]("Goodbye", ToDaemon, u32("task_id")),
 	TypeRegisterAck: def[RegisterAck]("RegisterAck", ToHook, u32("seq"), u32("task_id"), roleField, phaseField,
@@ -287,11 +291,12 @@ func (m *Measurements) get(v *values) {
 
 func (m RunEnd) Type() Type { return TypeRunEnd }
 func (m RunEnd) put(v *values) {
-	v.u[0], v.u[1], v.u[2], v.u[3], v.u[4] = uint64(m.TaskID), uint64(m.Run), uint64(m.Kernels), m.RunNS, uint64(m.Reason)
+	v.u[0], v.u[1], v.u[2], v.u[3], v.u[4], v.u[5] = uint64(m.TaskID), uint64(m.Run), uint64(m.Kernels), m.RunNS,
+		uint64(m.Reason), uint64(m.LastSeq)
 }
 func (m *RunEnd) get(v *values) {
 	*m = RunEnd{TaskID: uint32(v.u[0]), Run: uint32(v.u[1]), Kernels: uint32(v.u[2]), RunNS: v.u[3],
-		Reason: RunEndReason(v.u[4])}
+		Reason: RunEndReason(v.u[4]), LastSeq: uint32(v.u[5])}
 }
 
 func (m Heartbeat) Type() Type     { return TypeHeartbeat }

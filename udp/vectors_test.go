@@ -94,9 +94,9 @@ func vectorCases() []vector {
 	add("measurements_full", Measurements{TaskID: math.MaxUint32, Run: math.MaxUint32, Records: full})
 
 	for r := ReasonStreamSync; r <= ReasonExplicit; r++ {
-		add(fmt.Sprintf("run_end_reason_%d", r), RunEnd{TaskID: 1, Run: uint32(r), Kernels: 120, RunNS: 8_500_000, Reason: r})
+		add(fmt.Sprintf("run_end_reason_%d", r), RunEnd{TaskID: 1, Run: uint32(r), Kernels: 120, RunNS: 8_500_000, Reason: r, LastSeq: 120 * uint32(r)})
 	}
-	add("run_end_max", RunEnd{TaskID: math.MaxUint32, Run: math.MaxUint32, Kernels: math.MaxUint32, RunNS: math.MaxUint64, Reason: ReasonExplicit})
+	add("run_end_max", RunEnd{TaskID: math.MaxUint32, Run: math.MaxUint32, Kernels: math.MaxUint32, RunNS: math.MaxUint64, Reason: ReasonExplicit, LastSeq: math.MaxUint32})
 	add("run_end_zero", RunEnd{Reason: ReasonStreamSync})
 
 	for _, v := range []uint64{0, 1, 128, math.MaxUint32} {
@@ -489,7 +489,7 @@ func TestPinnedBytes(t *testing.T) {
 		// ... records fixarray(1) of fixarray(4) [uint16 256, 0, uint8 255, 3]
 		{Measurements{TaskID: 1, Run: 2, Records: []Record{{256, 0, 255, 3}}}, "95 01 04 01 02 91 94 cd 01 00 00 cc ff 03"},
 		// fixarray(7), 1, 5, task 1, run 2, kernels 3, run_ns uint32 10^9, reason 5
-		{RunEnd{TaskID: 1, Run: 2, Kernels: 3, RunNS: 1_000_000_000, Reason: ReasonExplicit}, "97 01 05 01 02 03 ce 3b 9a ca 00 05"},
+		{RunEnd{TaskID: 1, Run: 2, Kernels: 3, RunNS: 1_000_000_000, Reason: ReasonExplicit, LastSeq: 9}, "98 01 05 01 02 03 ce 3b 9a ca 00 05 09"},
 		// fixarray(8), 1, 8, seq 1, task 2, role 1, phase 1, profile_runs 100, heartbeat uint16 1000
 		{RegisterAck{Seq: 1, TaskID: 2, Role: RoleHolder, Phase: PhaseProfiling, ProfileRuns: 100, HeartbeatMS: 1000}, "98 01 08 01 02 01 01 64 cd 03 e8"},
 		// fixarray(6), 1, 11, task 4, role 2, phase 2, credit 0

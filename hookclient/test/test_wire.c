@@ -173,7 +173,8 @@ static void encode_check(vec *v)
 					nr);
 	} else if (!strcmp(t, "RunEnd")) {
 		n = fk_enc_run_end(buf, FK_MAX_DATAGRAM, (uint32_t)num(v, "task_id"), (uint32_t)num(v, "run"),
-				   (uint32_t)num(v, "kernels"), num(v, "run_ns"), (uint8_t)num(v, "reason"));
+				   (uint32_t)num(v, "kernels"), num(v, "run_ns"), (uint8_t)num(v, "reason"),
+				   (uint32_t)num(v, "last_seq"));
 	} else if (!strcmp(t, "Heartbeat") || !strcmp(t, "Goodbye")) {
 		n = fk_enc_task_only(buf, FK_MAX_DATAGRAM, t[0] == 'H' ? FK_MSG_HEARTBEAT : FK_MSG_GOODBYE,
 				     (uint32_t)num(v, "task_id"));

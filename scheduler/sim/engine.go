@@ -277,7 +277,7 @@ func (s *sim) runEnd(st *svcState, end int64) {
 	st.res.Span[1] = end
 	if s.core != nil {
 		s.toCore(end, scheduler.RunEnded{Now: end + int64(s.opts.NotifyLatency), Task: st.id, Run: st.run,
-			Kernels: uint32(len(st.spec.Kernels)), RunNs: end - st.t0}, int64(s.opts.NotifyLatency))
+			Kernels: uint32(len(st.spec.Kernels)), RunNs: end - st.t0, LastSeq: uint32(st.seq)}, int64(s.opts.NotifyLatency))
 	}
 	if st.spec.PostNs > 0 {
 		s.push(&event{at: end + st.spec.PostNs, kind: evPostRun, svc: st})

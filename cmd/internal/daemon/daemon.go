@@ -74,6 +74,7 @@ type Server struct {
 // taskAddr is where a task's messages go.
 type taskAddr struct {
 	ctrl   netip.AddrPort // the socket it registered from: acks and states
+	gpu    string         // device UUID
 	model  string
 	key    string
 	reqs   map[uint32]netip.AddrPort // waiting requests: grants and holds

@@ -79,7 +79,7 @@ func (s *Server) handle(b []byte, src netip.AddrPort) {
 			s.log.Debug("run end", "t_us", now/1000, "task", m.TaskID, "run", m.Run, "kernels", m.Kernels, "run_us", m.RunNS/1000)
 		}
 		s.step(scheduler.RunEnded{Now: now, Task: scheduler.TaskID(m.TaskID), Run: m.Run, Kernels: m.Kernels,
-			RunNs: int64(min(m.RunNS, uint64(1)<<62))}, src)
+			RunNs: int64(min(m.RunNS, uint64(1)<<62)), LastSeq: m.LastSeq}, src)
 	case *udp.Heartbeat:
 		s.step(scheduler.Heartbeat{Now: now, Task: scheduler.TaskID(m.TaskID)}, src)
 	case *udp.Goodbye:
@@ -151,14 +151,16 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 		model = "unknown-gpu"
 	}
 	prof := s.lookupProfile(model, m.TaskKey)
+	gpu := hex.EncodeToString(m.DeviceUUID[:])
+	s.replaceOlder(src, gpu, now)
 	id := scheduler.TaskID(s.nextID)
 	s.nextID++
 	if s.nextID == 0 {
 		s.nextID = 1
 	}
-	s.tasks[id] = &taskAddr{ctrl: src, model: model, key: m.TaskKey, reqs: map[uint32]netip.AddrPort{}, regSeq: m.Seq}
+	s.tasks[id] = &taskAddr{ctrl: src, gpu: gpu, model: model, key: m.TaskKey, reqs: map[uint32]netip.AddrPort{}, regSeq: m.Seq}
 	if !s.step(scheduler.TaskRegistered{Now: now, Task: id, Key: m.TaskKey, PID: m.PID, Priority: m.Priority,
-		GPU: hex.EncodeToString(m.DeviceUUID[:]), Model: model, Profile: prof}, src) {
+		GPU: gpu, Model: model, Profile: prof}, src) {
 		delete(s.tasks, id)
 		s.replyError(src, udp.CodeInvalidValue, 0, "registration rejected")
 		return
@@ -170,6 +172,26 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 	s.log.Info("task registered", "task", id, "key", m.TaskKey, "pid", m.PID, "priority", m.Priority,
 		"gpu", model, "phase", phase)
 	s.exits.watch(id, m.PID, src)
+}
+
+// replaceOlder removes the tasks registered earlier from the same socket on
+// the same GPU: a hook registers a device once, so a second Register from
+// it is a re-registration (the daemon restarted, or dropped it, or it
+// failed open) and the older task is that process's stale self. Left in
+// place, it would hold a role (a holder that never launches again) until
+// its heartbeats were missed, and a burst of re-registrations would leave
+// several.
+func (s *Server) replaceOlder(src netip.AddrPort, gpu string, now int64) {
+	for id, ta := range s.tasks {
+		if ta.ctrl != src || ta.gpu != gpu {
+			continue
+		}
+		if s.step(scheduler.TaskLeft{Now: now, Task: id}, src) {
+			s.log.Info("task re-registered: the new registration replaces it", "task", id, "key", ta.key)
+		}
+		delete(s.tasks, id)
+		s.exits.forget(id)
+	}
 }
 
 // lookupProfile finds a task's stored profile (cached: a Badger read per
@@ -202,12 +224,12 @@ func (s *Server) flush() {
 		if ta == nil {
 			continue
 		}
-		s.send(ta.ctrl, &udp.RegisterAck{Seq: ta.regSeq, TaskID: uint32(a.Task), Role: udp.Role(a.Role),
-			Phase: udp.Phase(a.Phase), ProfileRuns: uint32(a.ProfileRuns), HeartbeatMS: uint32(a.HeartbeatNs / 1e6)})
+		s.send(ta.ctrl, &udp.RegisterAck{Seq: ta.regSeq, TaskID: uint32(a.Task), Role: wireRole(a.Role),
+			Phase: wirePhase(a.Phase), ProfileRuns: uint32(a.ProfileRuns), HeartbeatMS: uint32(a.HeartbeatNs / 1e6)})
 	}
 	for _, st := range r.States {
 		if ta := s.tasks[st.Task]; ta != nil {
-			s.send(ta.ctrl, &udp.State{TaskID: uint32(st.Task), Role: udp.Role(st.Role), Phase: udp.Phase(st.Phase), Credit: st.Credit})
+			s.send(ta.ctrl, &udp.State{TaskID: uint32(st.Task), Role: wireRole(st.Role), Phase: wirePhase(st.Phase), Credit: st.Credit})
 		}
 	}
 	for _, g := range r.Grants {
