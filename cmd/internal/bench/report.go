@@ -416,7 +416,9 @@ func interferenceTable(p printer, scs []Scenario, explain bool) {
 		p("run's blocked time taken out of its JCT (CPU contention, the scheduler's notification lag); *GPU interference* a run's ")
 		p("blocked time — its kernels ready while the device ran another context's kernels or switched contexts, simgpu's ground ")
 		p("truth — over the HP's p50 alone, at the runs' p50 and p99 (`p10_hp_interference_pct` is fikit's p50, worst scenario). ")
-		p("Wall − 1 ≈ (host part − 1) + GPU interference p50.\n\n")
+		p("Wall − 1 ≈ (host part − 1) + GPU interference p50 where blocked time adds to the JCT one for one; under default ")
+		p("sharing the host part can be below 1×: while the HP's kernels wait, its host thread goes on launching, so part of the ")
+		p("blocked time overlaps host time the run spends anyway.\n\n")
 	} else {
 		p("**Where the HP's slowdown comes from** (columns as in IV a/b):\n\n")
 	}
