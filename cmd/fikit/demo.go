@@ -40,6 +40,7 @@ func demoCommand() *cli.Command {
 			&cli.StringFlag{Name: "keep", Usage: "keep the work files (timeline, logs) in this directory"},
 			&cli.BoolFlag{Name: "json", Usage: "print the results as JSON"},
 			&cli.BoolFlag{Name: "verbose", Usage: "show the daemon's log"},
+			&cli.BoolFlag{Name: "record", Usage: "record the daemon's decisions to decisions.jsonl in the work directory (with --keep; for fikit trace)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -64,7 +65,7 @@ func demoCommand() *cli.Command {
 				bin: bin, dir: dir, hpTrace: c.String("hp-trace"), lpTrace: c.String("lp-trace"),
 				hpCPU: c.Int64("hp-cpu-ns"), lpCPU: c.Int64("lp-cpu-ns"), interval: c.Duration("interval"),
 				runs: c.Int("runs"), profileRuns: c.Int("profile-runs"), model: c.String("model"),
-				verbose: c.Bool("verbose"), progress: progress,
+				verbose: c.Bool("verbose"), progress: progress, record: c.Bool("record"),
 			})
 			if err != nil {
 				return err
@@ -99,7 +100,7 @@ type demoOptions struct {
 	hpCPU, lpCPU                      int64
 	interval                          time.Duration
 	runs, profileRuns                 int
-	verbose                           bool
+	verbose, record                   bool
 	progress                          io.Writer
 }
 
@@ -154,6 +155,11 @@ func runDemo(ctx context.Context, o demoOptions) (*DemoResult, error) {
 		return nil, err
 	}
 	defer d.Stop()
+	if o.record {
+		if err := d.RecordTo(filepath.Join(o.dir, "decisions.jsonl")); err != nil {
+			return nil, err
+		}
+	}
 
 	hp := harness.Service{Name: "high-priority", Trace: o.hpTrace, CPUNs: o.hpCPU, Prio: 0, TaskKey: "demo-hp", Warmup: 3}
 	lp := harness.Service{Name: "low-priority", Trace: o.lpTrace, CPUNs: o.lpCPU, Prio: 5, TaskKey: "demo-lp"}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -32,6 +33,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json"},
 			&cli.StringFlag{Name: "metrics-listen", Usage: "also serve Prometheus metrics over TCP at this address (e.g. 127.0.0.1:9470)"},
+			&cli.StringFlag{Name: "record", Usage: "append every scheduling decision to this file, one JSON line each (for fikit trace --decisions)"},
 		}, schedulerFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -48,6 +50,7 @@ func serveCommand() *cli.Command {
 			return serve(c.Context, serveOptions{
 				listen: c.String("listen"), dataDir: c.String("data-dir"), ephemeral: c.Bool("ephemeral"),
 				dataDirSet: c.IsSet("data-dir"), metrics: c.String("metrics-listen"), sched: cfg, log: log,
+				record: c.String("record"),
 			})
 		},
 	}
@@ -55,6 +58,7 @@ func serveCommand() *cli.Command {
 
 type serveOptions struct {
 	listen, dataDir, metrics string
+	record                   string // decision record file ("": none)
 	ephemeral, dataDirSet    bool
 	sched                    scheduler.Config
 	log                      *slog.Logger
@@ -85,9 +89,21 @@ func serve(ctx context.Context, o serveOptions) error {
 		st = b
 		socket = daemon.SocketPath(o.dataDir)
 	}
-	srv, err := daemon.New(daemon.Config{Listen: o.listen, Store: st, AdminSocket: socket, Scheduler: o.sched, Logger: o.log})
+	var rec io.Writer
+	if o.record != "" {
+		f, err := os.OpenFile(o.record, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			st.Close()
+			return fmt.Errorf("decision record: %w", err)
+		}
+		rec = f // the daemon closes it
+	}
+	srv, err := daemon.New(daemon.Config{Listen: o.listen, Store: st, AdminSocket: socket, Scheduler: o.sched, Logger: o.log, Record: rec})
 	if err != nil {
 		st.Close()
+		if rec != nil {
+			rec.(io.Closer).Close()
+		}
 		return err
 	}
 	if o.metrics != "" {

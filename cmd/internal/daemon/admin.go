@@ -17,7 +17,7 @@ import (
 
 // adminServer serves HTTP on a unix socket: the daemon's status, the
 // profile store (so `fikit profile` works while the daemon holds Badger's
-// lock) and Prometheus metrics.
+// lock), Prometheus metrics and the decision record (record.go).
 type adminServer struct {
 	path string
 	ln   net.Listener
@@ -66,6 +66,7 @@ func newAdminServer(s *Server, path string) (*adminServer, error) {
 	mux.Handle("/v1/profiles", store.Handler(s.cfg.Store))
 	mux.Handle("/v1/profiles/", store.Handler(s.cfg.Store))
 	mux.Handle("/metrics", promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/v1/record", s.serveRecord)
 	mux.HandleFunc("/v1/status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(s.Status())

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -39,6 +40,10 @@ type Config struct {
 	Scheduler scheduler.Config
 	// Logger receives structured logs (default: discard).
 	Logger *slog.Logger
+	// Record, if set, receives the decision record (record.go), and is
+	// closed (an io.Closer) when the server stops. Server.Record starts or
+	// ends a recording later.
+	Record io.Writer
 }
 
 // Server is a running daemon.
@@ -69,6 +74,7 @@ type Server struct {
 	times      []int64
 	deadline   int64 // core time of the read deadline currently set (0: none)
 	profileHit map[string]*profiler.Profile
+	rec        *recorder // nil: not recording
 }
 
 // taskAddr is where a task's messages go.
@@ -120,6 +126,9 @@ func New(cfg Config) (*Server, error) {
 			s.pers.close()
 			return nil, err
 		}
+	}
+	if cfg.Record != nil {
+		s.rec = newRecorder(cfg.Record, s)
 	}
 	return s, nil
 }
@@ -233,6 +242,9 @@ func (s *Server) shutdown() {
 		s.admin.close()
 	}
 	s.pers.close()
+	if err := s.Record(nil); err != nil {
+		s.log.Error("decision record", "err", err)
+	}
 	if err := s.cfg.Store.Close(); err != nil {
 		s.log.Error("closing profile store", "err", err)
 	}

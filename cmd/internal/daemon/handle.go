@@ -112,6 +112,9 @@ func launchTime(t, now int64) int64 {
 func (s *Server) step(ev scheduler.Event, src netip.AddrPort) bool {
 	err := s.core.Step(ev)
 	if err == nil {
+		if s.rec != nil {
+			s.rec.stepped(ev, s.core)
+		}
 		return true
 	}
 	if errors.Is(err, scheduler.ErrUnknownTask) {
@@ -218,6 +221,9 @@ func (s *Server) flush() {
 	r := s.core.Ready()
 	if s.debug {
 		s.logDecisions(&r)
+	}
+	if s.rec != nil {
+		s.rec.ready(&r, s.now())
 	}
 	for _, a := range r.Acks {
 		ta := s.tasks[a.Task]

@@ -1,0 +1,70 @@
+package decisions
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+)
+
+// Parse reads decision records from rd (blank lines are skipped) and
+// returns them sorted by T (stable: records of one instant keep their
+// order); name labels errors. Unknown kinds and fields are kept or
+// ignored (a newer daemon's additions); a line that is not a JSON object,
+// or lacks t_ns or kind, is an error.
+func Parse(rd io.Reader, name string) ([]Record, error) {
+	var recs []Record
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		r, err := parseLine(line)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", name, n, err)
+		}
+		recs = append(recs, r)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrFormat, name, err)
+	}
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].T < recs[j].T })
+	return recs, nil
+}
+
+func parseLine(line []byte) (Record, error) {
+	var r Record
+	var required struct {
+		T    *int64  `json:"t_ns"`
+		Kind *string `json:"kind"`
+	}
+	if err := json.Unmarshal(line, &required); err != nil {
+		return r, fmt.Errorf("%w: %w", ErrFormat, err)
+	}
+	if required.T == nil || required.Kind == nil || *required.Kind == "" {
+		return r, fmt.Errorf("%w: t_ns and kind are required", ErrFormat)
+	}
+	if err := json.Unmarshal(line, &r); err != nil {
+		if !errors.Is(err, ErrFormat) {
+			err = fmt.Errorf("%w: %w", ErrFormat, err)
+		}
+		return r, err
+	}
+	return r, nil
+}
+
+// Read reads a decision record file (Parse).
+func Read(path string) ([]Record, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("decisions: %w", err)
+	}
+	defer f.Close()
+	return Parse(f, path)
+}
