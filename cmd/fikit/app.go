@@ -52,6 +52,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			launchesCommand(),
 			benchCommand(),
 			demoCommand(),
+			traceCommand(),
 			versionCommand(),
 		},
 		// Unknown commands are errors, not silently ignored.
