@@ -14,7 +14,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/fikit/fikit/cmd/internal/daemon"
 	"github.com/fikit/fikit/cmd/internal/harness"
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/simgpu/timeline"
@@ -203,7 +202,7 @@ func runDemo(ctx context.Context, o demoOptions) (*DemoResult, error) {
 
 	logf("4/5 both at once, default sharing (no scheduler: the GPU's time-slicing)")
 	res.SharingStart = monotonicNs()
-	sh, err := env.RunPair(ctx, hpRun, lp, nil)
+	sh, err := env.RunPair(ctx, hpRun, lp)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +213,7 @@ func runDemo(ctx context.Context, o demoOptions) (*DemoResult, error) {
 	hpF.Hooked, hpF.Scheduler = true, d.Addr()
 	lpF.Hooked, lpF.Scheduler = true, d.Addr()
 	res.FikitStart = monotonicNs()
-	fk, err := env.RunPair(ctx, hpF, lpF, func() (int, int) { return taskPids(d.Status().Tasks, hp.TaskKey, lp.TaskKey) })
+	fk, err := env.RunPair(ctx, hpF, lpF)
 	if err != nil {
 		return nil, err
 	}
@@ -251,18 +250,6 @@ func modeOf(hp *harness.Result, pair *harness.PairResult, aloneJCTs []int64) Dem
 		m.LPRuns, m.LPRate, m.SpanNs, m.HPPid, m.LPPid = pair.LPRuns, pair.LPRate, pair.SpanNs, pair.HPPid, pair.LPPid
 	}
 	return m
-}
-
-func taskPids(tasks []daemonTask, hpKey, lpKey string) (hp, lp int) {
-	for _, t := range tasks {
-		switch t.Key {
-		case hpKey:
-			hp = int(t.PID)
-		case lpKey:
-			lp = int(t.PID)
-		}
-	}
-	return hp, lp
 }
 
 func printDemo(w io.Writer, r *DemoResult) {
@@ -306,8 +293,6 @@ func pct(a, b float64) float64 {
 	}
 	return 100 * a / b
 }
-
-type daemonTask = daemon.TaskStatus
 
 // monotonicNs reads CLOCK_MONOTONIC, the clock of simgpu's timeline and of
 // fikit-replay's start_ns.

@@ -154,6 +154,7 @@ type Proc struct {
 	cmd    *exec.Cmd
 	mu     sync.Mutex
 	runs   []Run
+	pid    int // the replayer's, from its summary line
 	stderr bytes.Buffer
 	done   chan struct{}
 	err    error
@@ -209,8 +210,19 @@ func (p *Proc) read(out io.Reader) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Bytes()
+		if bytes.HasPrefix(line, []byte(`{"summary"`)) {
+			// Its figures are recomputed from the runs; its pid is the
+			// replayer's own (under `fikit run`, not the wrapper's).
+			var s struct{ PID int }
+			if json.Unmarshal(line, &s) == nil {
+				p.mu.Lock()
+				p.pid = s.PID
+				p.mu.Unlock()
+			}
+			continue
+		}
 		if !bytes.HasPrefix(line, []byte(`{"run"`)) {
-			continue // the summary line: recomputed from the runs
+			continue
 		}
 		var r Run
 		if json.Unmarshal(line, &r) == nil {
@@ -259,13 +271,16 @@ func (p *Proc) Runs() []Run {
 func (p *Proc) result() *Result {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return &Result{Runs: append([]Run(nil), p.runs...), Stderr: p.stderr.String()}
+	return &Result{Runs: append([]Run(nil), p.runs...), Stderr: p.stderr.String(), PID: p.pid}
 }
 
 // Result is what a replay did.
 type Result struct {
 	Runs   []Run
 	Stderr string
+	// PID is the replaying process's (the simgpu timeline's pid), 0 if it
+	// printed no summary.
+	PID int
 }
 
 // JCTs returns the runs' JCTs in ns.

@@ -61,7 +61,7 @@ type PairResult struct {
 
 // RunPair starts lp (closed loop, effectively endless), then runs hp to
 // completion, then stops lp.
-func (e *Env) RunPair(ctx context.Context, hp, lp Service, pids func() (int, int)) (*PairResult, error) {
+func (e *Env) RunPair(ctx context.Context, hp, lp Service) (*PairResult, error) {
 	lp.Runs = 1_000_000
 	lpProc, err := e.Start(ctx, lp)
 	if err != nil {
@@ -82,18 +82,16 @@ func (e *Env) RunPair(ctx context.Context, hp, lp Service, pids func() (int, int
 		lpProc.Stop()
 		return nil, err
 	}
-	var hpPid, lpPid int
-	if pids != nil {
-		time.Sleep(50 * time.Millisecond)
-		hpPid, lpPid = pids()
-	}
 	hpRes, hpErr := hpProc.Wait()
 	lpRes := lpProc.Stop()
 	if hpErr != nil {
 		return nil, hpErr
 	}
-	if pids == nil {
-		hpPid, lpPid = hpProc.cmd.Process.Pid, lpProc.cmd.Process.Pid
+	// The replayers name themselves in their summaries (a hooked one runs
+	// under `fikit run`, so its pid is not the started command's).
+	hpPid, lpPid := hpRes.PID, lpRes.PID
+	if hpPid == 0 || lpPid == 0 {
+		return nil, fmt.Errorf("%s or %s printed no summary (pids %d, %d)", hp.Name, lp.Name, hpPid, lpPid)
 	}
 	from, to := hpRes.Span()
 	n := lpRes.RunsWithin(from, to)
