@@ -21,6 +21,11 @@ const (
 	MaxPendingRuns = 4
 	// MaxKernelInfos bounds the kernel names a Builder remembers.
 	MaxKernelInfos = 1 << 16
+	// MaxRunNs is the longest run a profile takes (an hour): a run's
+	// kernels and in-run gaps fit inside it, so no measurement in a profile
+	// is longer. A run reported longer, or with a kernel or gap longer than
+	// the run, is implausible and not folded.
+	MaxRunNs = uint64(3600e9)
 )
 
 // ValidateProfileRuns checks that T is within MinProfileRuns–MaxProfileRuns.
@@ -48,6 +53,10 @@ const (
 	RunEmpty
 	// RunIgnored: the profile is already complete; nothing was folded.
 	RunIgnored
+	// RunImplausible: the run's time, or a kernel's duration or in-run gap,
+	// is longer than the run could be (MaxRunNs, the run's own time):
+	// nothing was folded.
+	RunImplausible
 )
 
 // String names the outcome.
@@ -63,6 +72,8 @@ func (o RunOutcome) String() string {
 		return "empty"
 	case RunIgnored:
 		return "ignored"
+	case RunImplausible:
+		return "implausible"
 	}
 	return fmt.Sprintf("outcome(%d)", uint8(o))
 }
@@ -283,9 +294,27 @@ func (b *Builder) EndRun(run, kernels uint32, runNs uint64, commit bool) RunOutc
 	case pr == nil || pr.overflow || uint64(n) != uint64(kernels):
 		b.p.DiscardedRuns++
 		return RunIncomplete
+	case !plausible(pr.records, runNs):
+		b.p.DiscardedRuns++
+		return RunImplausible
 	}
 	b.fold(pr.records, runNs)
 	return RunCommitted
+}
+
+// plausible: the run fits MaxRunNs, and each kernel and in-run gap fits the
+// run (a gap flagged as spanning the run end reaches into the next run and
+// is not used).
+func plausible(recs []Record, runNs uint64) bool {
+	if runNs == 0 || runNs > MaxRunNs {
+		return false
+	}
+	for _, r := range recs {
+		if r.DurationNs > runNs || (r.Flags&FlagGapSpansRunEnd == 0 && r.GapNs > runNs) {
+			return false
+		}
+	}
+	return true
 }
 
 // fold adds a committed run to the profile.

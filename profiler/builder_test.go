@@ -74,6 +74,12 @@ func genTaskRuns(r *rand.Rand, nRuns int) genTask {
 				rec.Flags |= profiler.FlagGapSpansRunEnd // the hook flags a run's last gap
 			}
 			run.records = append(run.records, rec)
+			// A run lasts at least as long as each of its kernels and
+			// in-run gaps (EndRun refuses runs that do not).
+			run.runNs = max(run.runNs, rec.DurationNs)
+			if rec.Flags&profiler.FlagGapSpansRunEnd == 0 {
+				run.runNs = max(run.runNs, rec.GapNs)
+			}
 		}
 		run.sent = run.records
 		run.kernels = uint32(n)
@@ -472,7 +478,7 @@ func TestBuilderLateRecords(t *testing.T) {
 	b.AddRecords(5, []profiler.Record{rec(1, 10, 1, profiler.FlagGapSpansRunEnd)})
 	b.AddRecords(4, []profiler.Record{rec(1, 10, 1, profiler.FlagGapSpansRunEnd)})
 	b.AddRecords(6, []profiler.Record{rec(1, 20, 1, profiler.FlagGapSpansRunEnd)})
-	if got := b.EndRun(6, 1, 10, true); got != profiler.RunCommitted {
+	if got := b.EndRun(6, 1, 20, true); got != profiler.RunCommitted {
 		t.Fatal(got)
 	}
 	p := b.Profile()

@@ -19,7 +19,9 @@ import (
 //     mean and M2, and mean 0 when empty.
 //   - Every kernel has at least one execution, no more gaps than
 //     executions, and is filed under its own ID; the task-level Duration
-//     and Gap hold exactly the kernels' values.
+//     and Gap hold exactly the kernels' values, at most MaxRunRecords
+//     executions per committed run.
+//   - No measurement (run time, duration, gap) exceeds MaxRunNs.
 func ValidateProfile(p *Profile) error {
 	if p.TaskKey == "" {
 		return fmt.Errorf("empty task key: %w", ErrInvalid)
@@ -74,6 +76,9 @@ func ValidateProfile(p *Profile) error {
 			return fmt.Errorf("kernel counts overflow: %w", ErrInvalid)
 		}
 	}
+	if durations > uint64(p.Runs)*MaxRunRecords {
+		return fmt.Errorf("%d kernel executions in %d runs: more than %d a run: %w", durations, p.Runs, MaxRunRecords, ErrInvalid)
+	}
 	if durations != p.Duration.Count || gaps != p.Gap.Count {
 		return fmt.Errorf("task totals %d/%d disagree with kernels %d/%d: %w",
 			p.Duration.Count, p.Gap.Count, durations, gaps, ErrInvalid)
@@ -93,6 +98,9 @@ func validateDist(what string, d *Dist) error {
 	}
 	if !finite(d.Mean) || !finite(d.M2) || d.Mean < 0 || d.M2 < 0 {
 		return fmt.Errorf("%s: mean %v, m2 %v: %w", what, d.Mean, d.M2, ErrInvalid)
+	}
+	if d.Max > MaxRunNs {
+		return fmt.Errorf("%s: %d ns, longer than a run can be (%d): %w", what, d.Max, MaxRunNs, ErrInvalid)
 	}
 	if d.Count == 0 {
 		if d.Mean != 0 || d.M2 != 0 || d.Min != 0 || d.Max != 0 {

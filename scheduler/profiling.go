@@ -205,7 +205,7 @@ func (n *Node) runEnded(t *task, e RunEnded) {
 		switch out {
 		case profiler.RunCommitted:
 			n.stats.RunsCommitted++
-		case profiler.RunDiscarded, profiler.RunIncomplete:
+		case profiler.RunDiscarded, profiler.RunIncomplete, profiler.RunImplausible:
 			n.stats.RunsDiscarded++
 		}
 		if out == profiler.RunCommitted && (p.b.Complete() || p.runs()%checkpointEvery == 0) {

@@ -3,9 +3,11 @@ package daemon
 import (
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/netip"
 	"time"
 
+	"github.com/fikit/fikit/kernelid"
 	"github.com/fikit/fikit/profiler"
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/store"
@@ -147,6 +149,13 @@ func (s *Server) step(ev scheduler.Event, src netip.AddrPort) bool {
 func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 	if m.Priority > 9 {
 		s.replyError(src, udp.CodeInvalidValue, 0, "priority must be 0–9")
+		return
+	}
+	// Hooks cut longer keys to MaxTaskKeyLen bytes (docs/design.md); an
+	// empty or longer one comes from something else.
+	if m.TaskKey == "" || len(m.TaskKey) > kernelid.MaxTaskKeyLen {
+		s.replyError(src, udp.CodeInvalidValue, 0,
+			fmt.Sprintf("task key of %d bytes: want 1–%d", len(m.TaskKey), kernelid.MaxTaskKeyLen))
 		return
 	}
 	model := m.DeviceName

@@ -1,11 +1,14 @@
 package daemon
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/fikit/fikit/kernelid"
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/store"
+	"github.com/fikit/fikit/udp"
 )
 
 // A burst of Registers from one hook socket for one GPU (a hook
@@ -33,5 +36,25 @@ func TestReRegistrationReplacesOlderTask(t *testing.T) {
 	}
 	if !ids[last] || !ids[keep.TaskID] {
 		t.Errorf("tasks %v, want the newest (%d) and the other socket's (%d)", ids, last, keep.TaskID)
+	}
+}
+
+// An empty task key, or one longer than a hook ever sends, is refused with
+// a clear Error and registers nothing.
+func TestRegisterRefusesBadTaskKeys(t *testing.T) {
+	s := startServer(t, store.NewMemory(), scheduler.DefaultConfig(), "")
+	h := newFakeHook(t, s)
+	for _, key := range []string{"", strings.Repeat("k", kernelid.MaxTaskKeyLen+1), strings.Repeat("k", 1300)} {
+		h.send(&udp.Register{Seq: 1, TaskKey: key, PID: 1, DeviceUUID: [16]byte{1}, DeviceName: "test-gpu"})
+		e, ok := h.recv(2 * time.Second).(*udp.Error)
+		if !ok || e.Code != udp.CodeInvalidValue || !strings.Contains(e.Message, "task key") {
+			t.Errorf("key of %d bytes: got %#v, want an invalid-value Error about the task key", len(key), e)
+		}
+	}
+	if n := len(s.Status().Tasks); n != 0 {
+		t.Errorf("%d tasks registered", n)
+	}
+	if a := h.register(strings.Repeat("k", kernelid.MaxTaskKeyLen), 1); a.TaskID == 0 {
+		t.Error("a key of exactly the maximum length was refused")
 	}
 }
