@@ -22,7 +22,7 @@ func benchCommand() *cli.Command {
 			"the simulator's prediction beside each pair, the hook and daemon micro-benchmarks and a sensitivity\n" +
 			"pass over simgpu's assumptions. Writes results.json, report.md and PNG plots into --out; progress\n" +
 			"goes to stderr. See docs/bench.md.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "quick", Usage: "fewer pairs and runs, every section still present (a few minutes)"},
 			&cli.StringFlag{Name: "out", Value: "bench-out", Usage: "directory for results.json, report.md and the plots"},
 			&cli.StringFlag{Name: "json", Usage: "also write the results JSON to this file"},
@@ -31,7 +31,7 @@ func benchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "estimate", Usage: "print the expected wall time and exit"},
 			&cli.StringFlag{Name: "report-from", Usage: "regenerate report.md and the plots from this results file, measuring nothing"},
 			&cli.BoolFlag{Name: "verbose", Usage: "show the daemon's log"},
-		},
+		}, schedulerFlags("profile-runs")...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageError(c, "bench takes no arguments, got %q", c.Args().First())
@@ -51,7 +51,12 @@ func benchCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			o := bench.Options{Bin: bin, Quick: c.Bool("quick"), MaxPairs: c.Int("pairs"), Version: version, Progress: os.Stderr}
+			sched, err := schedulerConfig(c, "profile-runs")
+			if err != nil {
+				return err
+			}
+			o := bench.Options{Bin: bin, Quick: c.Bool("quick"), MaxPairs: c.Int("pairs"), Version: version, Progress: os.Stderr,
+				Scheduler: &sched}
 			if c.Bool("estimate") {
 				d, err := bench.Estimate(o)
 				if err != nil {
@@ -74,6 +79,10 @@ func benchCommand() *cli.Command {
 			}
 			if c.Bool("verbose") {
 				o.DaemonLog = os.Stderr
+			}
+			o.TraceDir = filepath.Join(out, "traces")
+			if err := os.MkdirAll(o.TraceDir, 0o755); err != nil {
+				return fmt.Errorf("output directory: %w", err)
 			}
 			res, runErr := bench.Run(c.Context, o)
 			if res == nil {

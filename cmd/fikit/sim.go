@@ -61,18 +61,13 @@ func simCommand() *cli.Command {
 				return usageError(c, "--model must be timeslice or fifo")
 			}
 			dev.Switch, dev.Timeslice, dev.LaunchLatency = c.Duration("switch"), c.Duration("slice"), c.Duration("launch-latency")
-			var modes []sim.Mode
-			switch c.String("mode") {
-			case "all":
-				modes = []sim.Mode{sim.Exclusive, sim.Sharing, sim.Fikit}
-			case "exclusive":
-				modes = []sim.Mode{sim.Exclusive}
-			case "sharing":
-				modes = []sim.Mode{sim.Sharing}
-			case "fikit":
-				modes = []sim.Mode{sim.Fikit}
-			default:
-				return usageError(c, "--mode must be exclusive, sharing, fikit or all")
+			modes := []sim.Mode{sim.Exclusive, sim.Sharing, sim.Fikit}
+			if name := c.String("mode"); name != "all" {
+				m, err := sim.ParseMode(name)
+				if err != nil {
+					return usageError(c, "--mode: %v, or all", err)
+				}
+				modes = []sim.Mode{m}
 			}
 			var svcs []sim.Service
 			for _, spec := range c.StringSlice("service") {
@@ -190,7 +185,7 @@ func printSim(w io.Writer, r *simReport) {
 			util, fill, vs := "", "", "-"
 			if i == 0 {
 				util = fmt.Sprintf("%.0f%%", 100*m.Utilization)
-				if m.Mode != "exclusive" && len(m.Services) > 1 {
+				if m.Mode != sim.Exclusive.String() && len(m.Services) > 1 {
 					fill = fmt.Sprintf("%.0f%%", m.FillPct)
 				}
 			}

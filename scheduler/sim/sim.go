@@ -15,6 +15,7 @@ package sim
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/fikit/fikit/profiler"
@@ -35,16 +36,25 @@ const (
 	Exclusive
 )
 
+// modeNames are the modes' names everywhere (fikit sim --mode, the bench's
+// results): the one list of them.
+var modeNames = [...]string{Fikit: "fikit", Sharing: "sharing", Exclusive: "exclusive"}
+
 func (m Mode) String() string {
-	switch m {
-	case Fikit:
-		return "fikit"
-	case Sharing:
-		return "sharing"
-	case Exclusive:
-		return "exclusive"
+	if m >= 0 && int(m) < len(modeNames) {
+		return modeNames[m]
 	}
 	return fmt.Sprintf("mode(%d)", int(m))
+}
+
+// ParseMode is the mode named s.
+func ParseMode(s string) (Mode, error) {
+	for m, n := range modeNames {
+		if n == s {
+			return Mode(m), nil
+		}
+	}
+	return 0, fmt.Errorf("sim: no mode %q (want %s)", s, strings.Join(modeNames[:], ", "))
 }
 
 // Kernel is one launch of a service's run.

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -228,11 +229,32 @@ func (r *runner) pairModes(ctx context.Context, env *harness.Env, hp, lp svc, re
 			if mode == ModeFikitCPU {
 				bgEnv = other
 			}
+			// The first fikit repetition of a pair is kept as a trace:
+			// the daemon records its decisions meanwhile.
+			traceName, dec := "", ""
+			if mode == ModeFikit && rep == 0 && r.o.TraceDir != "" && env.TimelinePath() != "" {
+				traceName = fmt.Sprintf("%s %s + %s", tag, shortKey(hp.Key), shortKey(lp.Key))
+				dec = filepath.Join(r.o.WorkDir, traceFileName(traceName)+".decisions.jsonl")
+				if err := r.d.RecordTo(dec); err != nil {
+					r.logf("  trace: %v", err)
+					dec = ""
+				}
+			}
 			b, err := r.together(ctx, env, bgEnv, hp, lp, mode != ModeSharing)
+			if dec != "" {
+				if rerr := r.d.RecordTo(""); rerr != nil {
+					r.logf("  trace: %v", rerr)
+				}
+			}
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", mode, err)
 			}
 			from, to := b.fg.Span()
+			if dec != "" {
+				if err := writePairTrace(r.o.TraceDir, traceName, env.TimelinePath(), dec, from, to); err != nil {
+					r.logf("  trace: %v", err)
+				}
+			}
 			ac := accs[mode]
 			ac.hp = append(ac.hp, b.fg.JCTs()...)
 			ac.hpRuns = append(ac.hpRuns, b.fg.Runs...)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fikit/fikit/cmd/internal/harness"
+	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/scheduler/sim"
 	"github.com/fikit/fikit/simgpu/devmodel"
 	"github.com/fikit/fikit/simgpu/trace"
@@ -28,6 +29,12 @@ type Options struct {
 	Progress io.Writer
 	// DaemonLog, if set, receives the in-process daemon's log.
 	DaemonLog io.Writer
+	// TraceDir, if set, receives a trace (Chrome trace-event JSON and a
+	// PNG) of the first fikit repetition of each co-location pair.
+	TraceDir string
+	// Scheduler is the daemon's configuration (zero: the defaults); the
+	// bench sets ProfileRuns itself.
+	Scheduler *scheduler.Config
 }
 
 // Service parameters shared by every scenario. The high-priority services

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/fikit/fikit/cmd/internal/harness"
+	"github.com/fikit/fikit/scheduler/sim"
 )
 
 // Sections of the evaluation, as Scenario.Section names them.
@@ -30,15 +31,17 @@ var colocSections = []string{SecPair, SecPreempt, SecStability, SecBusyHost, Sec
 
 func isColoc(sec string) bool { return slices.Contains(colocSections, sec) }
 
-// Modes, as ModeResult.Mode names them.
-const (
-	ModeExclusive = "exclusive"
-	ModeSharing   = "sharing"
-	ModeFikit     = "fikit"
-	// ModeFikitCPU is a control: fikit with the LP on another device, so
-	// only the scheduler's host-side cost reaches the HP.
-	ModeFikitCPU = "fikit_lp_other_device"
+// Modes, as ModeResult.Mode names them: the simulator's (one list, so a
+// measured mode and its prediction share a name), and the bench's control.
+var (
+	ModeExclusive = sim.Exclusive.String()
+	ModeSharing   = sim.Sharing.String()
+	ModeFikit     = sim.Fikit.String()
 )
+
+// ModeFikitCPU is a control: fikit with the LP on another device, so only
+// the scheduler's host-side cost reaches the HP.
+const ModeFikitCPU = "fikit_lp_other_device"
 
 // Results is everything one `fikit bench` run measured: the JSON results
 // file. Summary and Targets are derived from Scenarios (Summarize, Check).
@@ -52,6 +55,7 @@ type Results struct {
 // Meta describes the run.
 type Meta struct {
 	Version   string  `json:"version"`
+	Policy    string  `json:"policy"` // the daemon's fill policy (--policy)
 	Quick     bool    `json:"quick"`
 	Started   string  `json:"started"` // RFC 3339
 	WallS     float64 `json:"wall_s"`

@@ -67,7 +67,11 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		len(r.p.pairs), (time.Duration(r.res.Meta.EstimateS) * time.Second).Round(time.Second))
 
 	cfg := scheduler.DefaultConfig()
+	if o.Scheduler != nil {
+		cfg = *o.Scheduler
+	}
 	cfg.ProfileRuns = r.p.profileRuns
+	r.res.Meta.Policy = cfg.Policy
 	d, err := harness.StartDaemon(ctx, cfg, o.DaemonLog)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)

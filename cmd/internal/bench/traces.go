@@ -86,6 +86,9 @@ func pairPNGSpanOf(decs []decisions.Record, from, to int64) (int64, int64) {
 	return max(from, runs[i].Start-int64(pairPNGPad)), min(to, end+int64(pairPNGPad))
 }
 
+// shortKey is a task key without its "bench/…/" prefix.
+func shortKey(key string) string { return key[strings.LastIndex(key, "/")+1:] }
+
 // traceFileName turns a pair's name ("resnet50 (H) + bert (L)") into a file
 // name.
 func traceFileName(name string) string {
