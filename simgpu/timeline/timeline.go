@@ -62,28 +62,47 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Parse reads timeline lines from rd (blank lines are skipped) and returns
-// the records sorted by start time; name labels errors.
-func Parse(rd io.Reader, name string) ([]Record, error) {
-	var recs []Record
+// ParseLines reads JSON lines from rd, skipping blank ones, and parses each
+// with parse. An error names the line (name:N); parse's errors should wrap
+// the format's sentinel, and a failed read (a line over maxLine bytes
+// included) is wrapped with formatErr. The timeline and the daemon's
+// decision record (cmd/internal/decisions) are both read with it.
+func ParseLines[T any](rd io.Reader, name string, maxLine int, formatErr error, parse func(line []byte) (T, error)) ([]T, error) {
+	var out []T
 	sc := bufio.NewScanner(rd)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
 	for n := 1; sc.Scan(); n++ {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
 			continue
 		}
+		v, err := parse(line)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", name, n, err)
+		}
+		out = append(out, v)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", formatErr, name, err)
+	}
+	return out, nil
+}
+
+// Parse reads timeline lines from rd (blank lines are skipped) and returns
+// the records sorted by start time; name labels errors.
+func Parse(rd io.Reader, name string) ([]Record, error) {
+	recs, err := ParseLines(rd, name, 16<<20, ErrFormat, func(line []byte) (Record, error) {
 		var r Record
 		if err := json.Unmarshal(line, &r); err != nil {
 			if !errors.Is(err, ErrFormat) {
 				err = fmt.Errorf("%w: %w", ErrFormat, err)
 			}
-			return nil, fmt.Errorf("%s:%d: %w", name, n, err)
+			return r, err
 		}
-		recs = append(recs, r)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("timeline %s: %w", name, err)
+		return r, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	sort.SliceStable(recs, func(i, j int) bool { return recs[i].StartNs < recs[j].StartNs })
 	return recs, nil

@@ -1,14 +1,14 @@
 package decisions
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
+
+	"github.com/fikit/fikit/simgpu/timeline"
 )
 
 // Parse reads decision records from rd (blank lines are skipped) and
@@ -17,22 +17,9 @@ import (
 // ignored (a newer daemon's additions); a line that is not a JSON object,
 // or lacks t_ns or kind, is an error.
 func Parse(rd io.Reader, name string) ([]Record, error) {
-	var recs []Record
-	sc := bufio.NewScanner(rd)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		r, err := parseLine(line)
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, n, err)
-		}
-		recs = append(recs, r)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrFormat, name, err)
+	recs, err := timeline.ParseLines(rd, name, 1<<20, ErrFormat, parseLine)
+	if err != nil {
+		return nil, err
 	}
 	sort.SliceStable(recs, func(i, j int) bool { return recs[i].T < recs[j].T })
 	return recs, nil
