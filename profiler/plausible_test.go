@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"strings"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/fikit/fikit/profiler"
