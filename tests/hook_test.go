@@ -497,20 +497,22 @@ func TestHookSchedulerChanges(t *testing.T) {
 
 // TestHookProfilingExit: a C program's last profiling run is not lost: at
 // exit the hook reads its events and ships records, RunEnd and Goodbye.
+// A run whose measurement the hook judged unreliable (a launch call stalled
+// on a loaded machine, docs in measure.c) goes without records, and says so
+// in the hook's debug log: every run has its records or that line.
 func TestHookProfilingExit(t *testing.T) {
 	launcher := requireBins(t, "hook-launcher")[0]
 	sched := newFakeSched(t, schedPolicy{Role: udp.RoleHolder, Phase: udp.PhaseProfiling})
-	env := hookEnv(t, uniqueShm(t), sched.Addr(), "FIKIT_CONNECT_TIMEOUT_MS=3000")
+	env := hookEnv(t, uniqueShm(t), sched.Addr(), "FIKIT_CONNECT_TIMEOUT_MS=3000", "FIKIT_LOG=debug")
 	r := runCmd(t, hookTimeout, env, launcher, kernelsPTX(t), "direct", "3", "20000")
 	if r.ExitCode != 0 {
 		t.Fatalf("launcher: %v", r)
 	}
 	waitFor(2*time.Second, func() bool { return len(ofType[*udp.Goodbye](sched.Received())) > 0 })
 	msgs := sched.Received()
-	ends, recs := ofType[*udp.RunEnd](msgs), 0
+	ends := ofType[*udp.RunEnd](msgs)
 	inRun := map[uint32]int{}
 	for _, m := range ofType[*udp.Measurements](msgs) {
-		recs += len(m.Records)
 		for _, rec := range m.Records {
 			// 20 µs spin kernels: the measured durations are theirs. A
 			// run's first kernel starts after the driver's cold path, which
@@ -526,8 +528,25 @@ func TestHookProfilingExit(t *testing.T) {
 			}
 		}
 	}
-	if len(ends) != 3 || recs != 9 || len(ofType[*udp.Goodbye](msgs)) != 1 {
-		t.Errorf("%d RunEnds, %d records, %d Goodbyes; want 3, 9, 1", len(ends), recs, len(ofType[*udp.Goodbye](msgs)))
+	if len(ends) != 3 || len(ofType[*udp.Goodbye](msgs)) != 1 {
+		t.Fatalf("%d RunEnds, %d Goodbyes; want 3, 1", len(ends), len(ofType[*udp.Goodbye](msgs)))
+	}
+	withheld := 0
+	for _, e := range ends {
+		switch n := inRun[e.Run]; {
+		case n == 3:
+		case n == 0 && (strings.Contains(r.Stderr, fmt.Sprintf("run %d: a kernel's start uncertain", e.Run)) ||
+			strings.Contains(r.Stderr, fmt.Sprintf("run %d not measured whole", e.Run))):
+			withheld++
+		default:
+			t.Errorf("run %d: %d records of 3, and the hook did not say it withheld them\n%s", e.Run, n, tail(r.Stderr, 1500))
+		}
+	}
+	if withheld == len(ends) {
+		t.Errorf("all %d runs withheld as unreliable: nothing shows records are shipped at exit", withheld)
+	}
+	if withheld > 0 {
+		t.Logf("%d run withheld by the hook as unreliable (a stalled launch call)", withheld)
 	}
 }
 
