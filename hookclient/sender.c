@@ -239,6 +239,10 @@ static void on_register_ack(const fk_msg_in *m)
 		t->run = 1;
 		t->reg_backoff_ms = 0;
 		t->reg_sent_ns = 0; /* answered: a new Error(unknown task) re-registers at once */
+		/* Errors about the old registration that came before this ack asked
+		 * for the registration this ack answers: a request left from them
+		 * would register the task yet again. */
+		atomic_store(&t->rereg, 0);
 		fk_measure_registered(t);
 		fk_task_apply(t, m->role, m->phase, 0);
 		pthread_mutex_lock(&t->mu);

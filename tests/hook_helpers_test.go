@@ -56,6 +56,7 @@ type fakeSched struct {
 	nextID   uint32
 	launches int
 	known    map[uint32]bool // task IDs the daemon remembers
+	forgot   bool            // ForgetAt has happened
 	bad      []string        // datagrams that did not decode
 	done     chan struct{}
 }
@@ -124,8 +125,9 @@ func (f *fakeSched) serve() {
 			task = m.TaskID
 			for range m.Launches {
 				f.launches++
-				if f.policy.ForgetAt > 0 && f.launches == f.policy.ForgetAt {
+				if f.policy.ForgetAt > 0 && f.launches == f.policy.ForgetAt && !f.forgot {
 					clear(f.known)
+					f.forgot = true
 				}
 			}
 		case *udp.LaunchRequest:
@@ -137,8 +139,12 @@ func (f *fakeSched) serve() {
 		case *udp.Heartbeat:
 			task = m.TaskID
 		}
-		if task != 0 && f.policy.ForgetAt > 0 && f.launches == f.policy.ForgetAt {
+		if task != 0 && f.policy.ForgetAt > 0 && f.launches == f.policy.ForgetAt && !f.forgot {
+			// Once, as a restarted daemon forgets once: the count stays
+			// at ForgetAt until the next launch, and a heartbeat or run
+			// end of the re-registered task may come first.
 			clear(f.known)
+			f.forgot = true
 		}
 		if task != 0 && !f.known[task] {
 			reply = &udp.Error{Code: udp.CodeUnknownTask, TaskID: task, Message: "unknown task"}
@@ -317,7 +323,8 @@ func profileReplay(t *testing.T, name string, runs int, timeline string) [][]udp
 	replay := requireBins(t, "fikit-replay")[0]
 	tr := loadTrace(t, sharedTrace(t, name))
 	sched := newFakeSched(t, schedPolicy{Role: udp.RoleHolder, Phase: udp.PhaseProfiling})
-	extra := []string{fmt.Sprintf("FIKIT_SIMGPU_LAUNCH_US=%g", replayLatency/1000.0), "FIKIT_CONNECT_TIMEOUT_MS=3000"}
+	extra := []string{fmt.Sprintf("FIKIT_SIMGPU_LAUNCH_US=%g", replayLatency/1000.0), "FIKIT_CONNECT_TIMEOUT_MS=3000",
+		"FIKIT_LOG=debug"}
 	if timeline != "" {
 		extra = append(extra, "FIKIT_SIMGPU_TIMELINE="+timeline)
 	}
@@ -365,6 +372,8 @@ func profileReplay(t *testing.T, name string, runs int, timeline string) [][]udp
 	for run, recs := range records {
 		if len(recs) > 0 {
 			whole++
+		} else if !withheldRun(r.Stderr, run+1) {
+			t.Errorf("run %d came without records, and the hook did not say it withheld them", run+1)
 		}
 		for i, rec := range recs {
 			k := tr.Kernels[i]
@@ -376,8 +385,17 @@ func profileReplay(t *testing.T, name string, runs int, timeline string) [][]udp
 			}
 		}
 	}
-	if len(records) < runs-2 || whole < runs*2/3 {
-		t.Fatalf("%d runs, %d measured whole; want %d runs (all but the last two at least), %d whole", len(records), whole, runs, runs*2/3)
+	// On a loaded host the hook withholds runs whose launch calls stalled
+	// (measure.c); a third of them whole is plenty for the statistics.
+	if len(records) < runs-2 || whole < runs/3 {
+		t.Fatalf("%d runs, %d measured whole; want %d runs (all but the last two at least), %d whole", len(records), whole, runs, runs/3)
 	}
 	return records
+}
+
+// withheldRun reports whether the hook's debug log says it withheld run's
+// records as unreliable (a stalled launch call, a kernel not measured).
+func withheldRun(hookLog string, run int) bool {
+	return strings.Contains(hookLog, fmt.Sprintf("run %d: a kernel's start uncertain", run)) ||
+		strings.Contains(hookLog, fmt.Sprintf("run %d not measured whole", run))
 }
