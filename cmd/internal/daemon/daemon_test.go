@@ -132,6 +132,10 @@ func TestRegisterGrantAndHold(t *testing.T) {
 	}
 	cfg := scheduler.DefaultConfig()
 	cfg.HoldInterval = int64(20 * time.Millisecond)
+	// The waiter sends no heartbeats: on a loaded machine the default
+	// dead-after (80 ms) dropped it before its second request, which then
+	// drew Error(unknown task) instead of holds.
+	cfg.DeadAfter, cfg.HeartbeatInterval = int64(10*time.Second), int64(time.Second)
 	// Go timers cannot send notifications at the holder's profiled pace;
 	// with a long idle floor its pauses never count as idleness here.
 	cfg.IdleFloor = int64(10 * time.Second)
