@@ -105,7 +105,8 @@ func startServer(t *testing.T, st store.Store, cfg scheduler.Config, socket stri
 }
 
 // sharingProfile builds a complete profile the way profiling would: kernel 7
-// (50 µs) is followed by a 2 ms host gap, kernel 99 (20 µs) ends each run.
+// (50 µs) is followed by a 20 ms host gap (room for a loaded test machine to
+// deliver its notification in time), kernel 99 (20 µs) ends each run.
 func sharingProfile(t *testing.T, key string) *profiler.Profile {
 	b, err := profiler.NewBuilder(key, "test-gpu", 10)
 	if err != nil {
@@ -114,10 +115,10 @@ func sharingProfile(t *testing.T, key string) *profiler.Profile {
 	for run := uint32(1); run <= 10; run++ {
 		b.AddRecords(run, []profiler.Record{
 			{KernelID: 99, DurationNs: 20_000, GapNs: 5_000},
-			{KernelID: 7, DurationNs: 50_000, GapNs: 2_000_000},
+			{KernelID: 7, DurationNs: 50_000, GapNs: 20_000_000},
 			{KernelID: 99, DurationNs: 20_000, Flags: profiler.FlagGapSpansRunEnd},
 		})
-		b.EndRun(run, 3, 5_000_000, true)
+		b.EndRun(run, 3, 25_000_000, true)
 	}
 	if !b.Complete() {
 		t.Fatal("profile incomplete")
@@ -160,7 +161,7 @@ func TestRegisterGrantAndHold(t *testing.T) {
 	req := newFakeHook(t, s) // a launching thread's own socket
 	hp.send(&udp.Heartbeat{TaskID: ack.TaskID})
 	req.send(&udp.LaunchRequest{TaskID: lack.TaskID, Seq: 1, KernelID: 5})
-	// Kernel 7 leaves a 2 ms gap: the waiting kernel is granted into it.
+	// Kernel 7 leaves a 20 ms gap: the waiting kernel is granted into it.
 	hp.send(&udp.LaunchNotify{TaskID: ack.TaskID, Seq: 2, KernelID: 7})
 	for {
 		m := req.recv(2 * time.Second)
@@ -189,6 +190,9 @@ func TestRegisterGrantAndHold(t *testing.T) {
 			hp.conn.Write(b)
 		}
 	}()
+	// Past the 20 ms window kernel 7 opened, with the holder's short gaps
+	// flowing: only then is the holder busy.
+	time.Sleep(30 * time.Millisecond)
 	req.send(&udp.LaunchRequest{TaskID: lack.TaskID, Seq: 2, KernelID: 5})
 	holds := 0
 	deadline := time.Now().Add(2 * time.Second)
