@@ -1,5 +1,7 @@
 package scheduler
 
+import "math/bits"
+
 // This file is the FIKIT policy proper: predicting the holders' idle gaps
 // and filling them with waiting low-priority kernels (BestPrioFit).
 
@@ -75,14 +77,44 @@ func (n *Node) requested(t *task, seq uint32, kernel uint64) {
 	n.schedule(g)
 }
 
+// reorderWindow is how many later seqs may arrive before a missing one is
+// counted as lost: notifications are datagrams, and a waiter's requests
+// overtake its granted launches' reports.
+const reorderWindow = 64
+
+// countSeq tracks which of t's seqs have arrived. t.missing bit i is set
+// while seq t.seq-1-i has not arrived; a bit pushed out of the window is a
+// lost notification, a bit cleared by a late arrival a reordered one.
 func (n *Node) countSeq(t *task, seq uint32) {
-	if t.seq != 0 && seq > t.seq+1 {
-		lost := uint64(seq - t.seq - 1)
+	switch {
+	case t.seq == 0:
+		t.seq = seq
+	case seq > t.seq:
+		d := uint64(seq - t.seq)
+		var lost uint64
+		if d >= reorderWindow {
+			lost = uint64(bits.OnesCount64(t.missing))
+			t.missing = 0
+		} else {
+			lost = uint64(bits.OnesCount64(t.missing >> (reorderWindow - d)))
+			t.missing <<= d
+		}
+		// The skipped seqs t.seq+1 … seq-1 are missing for now; those
+		// already outside the window are lost at once.
+		if skipped := d - 1; skipped >= reorderWindow {
+			lost += skipped - reorderWindow
+			t.missing = ^uint64(0)
+		} else {
+			t.missing |= 1<<skipped - 1
+		}
 		t.lostSeq += lost
 		n.stats.LostNotifies += lost
-	}
-	if seq > t.seq {
 		t.seq = seq
+	case seq < t.seq:
+		if i := t.seq - 1 - seq; i < reorderWindow && t.missing&(1<<i) != 0 {
+			t.missing &^= 1 << i
+			n.stats.ReorderedNotifies++
+		}
 	}
 }
 

@@ -373,6 +373,7 @@ type Stats struct {
 	Windows, IdlePeriods, EarlyStops    uint64
 	GrantedNs                           int64 // predicted low-priority GPU time granted
 	UnscheduledLaunches, LostNotifies   uint64
+	ReorderedNotifies                   uint64 // arrived after a later seq: late, not lost
 	PredictionSamples                   uint64
 	PredictionAbsErrNs, PredictionErrNs int64 // sums: mean = sum / samples
 	RunsCommitted, RunsDiscarded        uint64

@@ -133,6 +133,9 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 				ti.ID, ti.Key, ti.Priority, ti.Role, ti.Phase, ti.Credit, ti.Runs, ti.Waiting)
 		}
 		return b.String()
+	case "notifications":
+		s := h.node.Stats()
+		return fmt.Sprintf("lost=%d reordered=%d\n", s.LostNotifies, s.ReorderedNotifies)
 	case "stats":
 		s := h.node.Stats()
 		return fmt.Sprintf("grants=%d holds=%d credited=%d revoked=%d windows=%d idle=%d earlystops=%d committed=%d discarded=%d profiles=%d dropped=%d",

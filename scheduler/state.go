@@ -29,6 +29,7 @@ type task struct {
 	resv    []int64
 	resvSum int64
 	lostSeq uint64 // launches whose notification never arrived
+	missing uint64 // seqs not (yet) arrived, below seq: see countSeq
 	// recent are its launches not yet attributed to an ended run, in
 	// arrival order: when each happened, and its predicted duration for a
 	// holder. Run ends may arrive after the next run's launches; these
