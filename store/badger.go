@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -28,6 +30,20 @@ const (
 	badgerLevelZeroStall  = 8
 )
 
+// reserveBytes is the free space a write needs besides twice its value:
+// the rest of the memtable's write-ahead log (2 × memtable, mapped sparse)
+// and the level-0 table its flush writes. Badger writes all of them through
+// mmap, where running out of space is a SIGBUS that kills the process, so
+// the store checks before writing (a race with other writers to the same
+// file system remains; docs/operations.md).
+const reserveBytes = 4 * badgerMemTableSize
+
+// DefaultCloseTimeout bounds Close: Badger retries a failed memtable flush
+// every second forever (a removed or read-only directory), which must not
+// keep a daemon from exiting. What Put wrote is in the synced write-ahead
+// log either way.
+const DefaultCloseTimeout = 1500 * time.Millisecond
+
 // MaxProfileBytes bounds the encoded size of a stored profile (a value must
 // fit one value-log file).
 const MaxProfileBytes = badgerValueLogFile / 2
@@ -37,6 +53,8 @@ type BadgerOptions struct {
 	// Logger receives Badger's warnings and errors; its informational
 	// messages are dropped. nil means slog.Default().
 	Logger *slog.Logger
+	// CloseTimeout bounds Close (0: DefaultCloseTimeout).
+	CloseTimeout time.Duration
 }
 
 // Badger is a Store in a Badger v4 database directory. Keys are
@@ -44,10 +62,12 @@ type BadgerOptions struct {
 // layout of profiler.Profile.MarshalBinary. Every Put is synced to disk
 // before it returns.
 type Badger struct {
-	dir    string
-	mu     sync.RWMutex // write-held only by Close
-	db     *badger.DB
-	closed bool
+	dir          string
+	dirInfo      os.FileInfo // the directory opened: writes check it is still there
+	closeTimeout time.Duration
+	mu           sync.RWMutex // write-held only by Close
+	db           *badger.DB
+	closed       bool
 }
 
 var _ Store = (*Badger)(nil)
@@ -57,8 +77,20 @@ var _ Store = (*Badger)(nil)
 // may not use it, os.ErrPermission.
 func OpenBadger(dir string, opts *BadgerOptions) (*Badger, error) {
 	logger := slog.Default()
+	closeTimeout := DefaultCloseTimeout
 	if opts != nil && opts.Logger != nil {
 		logger = opts.Logger
+	}
+	if opts != nil && opts.CloseTimeout > 0 {
+		closeTimeout = opts.CloseTimeout
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	// Full: Badger would map its files and die of SIGBUS. (A store another
+	// process holds is answered below with ErrLocked, whatever the space.)
+	if err := checkWritable(dir, nil, reserveBytes); errors.Is(err, ErrNoSpace) && !lockedByOther(dir) {
+		return nil, fmt.Errorf("open %w", err)
 	}
 	bo := badger.DefaultOptions(dir).
 		WithLogger(badgerLogger{logger.With("component", "badger")}).
@@ -85,7 +117,12 @@ func OpenBadger(dir string, opts *BadgerOptions) (*Badger, error) {
 		}
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
-	return &Badger{dir: dir, db: db}, nil
+	fi, err := os.Stat(dir)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	return &Badger{dir: dir, dirInfo: fi, db: db, closeTimeout: closeTimeout}, nil
 }
 
 // Dir is the database directory.
@@ -132,6 +169,9 @@ func (b *Badger) Put(p *profiler.Profile) error {
 	if b.closed {
 		return ErrClosed
 	}
+	if err := checkWritable(b.dir, b.dirInfo, reserveBytes+2*int64(len(v))); err != nil {
+		return fmt.Errorf("put %q on %q: %w", p.TaskKey, p.GPU, err)
+	}
 	err = b.db.Update(func(txn *badger.Txn) error {
 		return txn.Set(profileKey(p.GPU, p.TaskKey), v)
 	})
@@ -150,6 +190,9 @@ func (b *Badger) Delete(model, taskKey string) error {
 	defer b.mu.RUnlock()
 	if b.closed {
 		return ErrClosed
+	}
+	if err := checkWritable(b.dir, b.dirInfo, reserveBytes); err != nil {
+		return fmt.Errorf("delete %q on %q: %w", taskKey, model, err)
 	}
 	k := profileKey(model, taskKey)
 	err := b.db.Update(func(txn *badger.Txn) error {
@@ -208,7 +251,10 @@ func (b *Badger) List() ([]Summary, error) {
 	return out, nil
 }
 
-// Close implements Store. It waits for calls in progress.
+// Close implements Store. It waits for calls in progress, and for Badger
+// at most CloseTimeout: past it, Close returns an error and leaves Badger's
+// goroutines to end with the process (the directory stays locked until
+// then; what Put wrote is in the synced write-ahead log).
 func (b *Badger) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -216,10 +262,18 @@ func (b *Badger) Close() error {
 		return nil
 	}
 	b.closed = true
-	if err := b.db.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", b.dir, err)
+	done := make(chan error, 1)
+	go func() { done <- b.db.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("close %s: %w", b.dir, err)
+		}
+		return nil
+	case <-time.After(b.closeTimeout):
+		return fmt.Errorf("close %s: Badger did not finish within %v (%v)", b.dir, b.closeTimeout,
+			checkWritable(b.dir, b.dirInfo, 0))
 	}
-	return nil
 }
 
 // badgerLogger passes Badger's warnings and errors to slog and drops the

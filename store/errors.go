@@ -18,6 +18,17 @@ var (
 	// ErrClosed is returned by every method of a closed store.
 	ErrClosed = errors.New("profile store closed")
 
+	// ErrUnwritable is returned by a write to a Badger store whose
+	// directory can no longer be written: removed, or on a file system
+	// that became read-only. Nothing is written; reads still work.
+	ErrUnwritable = errors.New("profile store cannot be written")
+
+	// ErrNoSpace is returned by OpenBadger and by writes when the file
+	// system has less free space than the store needs to write safely
+	// (Badger writes through mmap: running out of space there is a SIGBUS,
+	// not an error). Nothing is written; a later write may succeed.
+	ErrNoSpace = errors.New("not enough free space for the profile store")
+
 	// ErrUnavailable is returned by a RemoteStore that cannot reach the
 	// daemon's socket.
 	ErrUnavailable = errors.New("profile store daemon unavailable")
