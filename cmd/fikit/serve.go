@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -76,10 +78,7 @@ func serve(ctx context.Context, o serveOptions) error {
 			socket = daemon.SocketPath(o.dataDir)
 		}
 	} else {
-		if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
-			return fmt.Errorf("data dir: %w", err)
-		}
-		b, err := store.OpenBadger(o.dataDir, nil)
+		b, err := store.OpenBadger(o.dataDir, &store.BadgerOptions{Logger: o.log})
 		if err != nil {
 			if errors.Is(err, store.ErrLocked) {
 				return fmt.Errorf("%w (is another fikit serve using %s?)", err, o.dataDir)
@@ -115,7 +114,38 @@ func serve(ctx context.Context, o serveOptions) error {
 		go hs.Serve(ln)
 		defer hs.Close()
 	}
+	served := make(chan struct{})
+	defer close(served)
+	go hardStop(ctx, served, o.log)
 	return srv.Run(ctx)
+}
+
+// shutdownMax bounds a shutdown: the daemon's own steps are bounded (the
+// store's Close, the persister's retries), this is the backstop.
+const shutdownMax = 5 * time.Second
+
+// hardStop ends the process when a shutdown, once asked for, is asked for
+// again (a second SIGINT or SIGTERM) or takes longer than shutdownMax:
+// whatever the daemon was waiting for, an operator or a supervisor that
+// wants it gone gets it gone.
+func hardStop(ctx context.Context, served <-chan struct{}, log *slog.Logger) {
+	select {
+	case <-ctx.Done():
+	case <-served:
+		return
+	}
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	select {
+	case <-served:
+		return
+	case s := <-again:
+		log.Error("second signal: exiting without finishing the shutdown", "signal", s.String())
+	case <-time.After(shutdownMax):
+		log.Error("shutdown did not finish: exiting", "after", shutdownMax)
+	}
+	os.Exit(1)
 }
 
 func newLogger(level, format string) (*slog.Logger, error) {

@@ -268,10 +268,7 @@ func (s *Server) flush() {
 	}
 	for _, p := range r.Profiles {
 		s.profileHit[p.Model+"\x00"+p.Key] = p.Profile
-		s.pers.put(p.Profile)
-		if p.Complete {
-			s.log.Info("profile complete", "task", p.Task, "key", p.Key, "gpu", p.Model, "runs", p.Runs)
-		}
+		s.pers.put(p) // it says "profile complete" once the write is synced
 	}
 	for _, id := range r.Dropped {
 		if ta := s.tasks[id]; ta != nil {

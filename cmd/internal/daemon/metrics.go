@@ -53,6 +53,9 @@ func newMetrics(s *Server) *metrics {
 			return f(s.core.Stats())
 		}
 	}
+	persisted := func(f func(persistStats) float64) func() float64 {
+		return func() float64 { return f(s.pers.stats()) }
+	}
 	m.reg.MustRegister(m.received, m.sent, m.decodeErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fikit_tasks", Help: "Registered tasks."},
@@ -71,6 +74,16 @@ func newMetrics(s *Server) *metrics {
 			stat(func(st scheduler.Stats) float64 { return float64(st.ReorderedNotifies) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_tasks_dropped_total", Help: "Tasks dropped for missing heartbeats."},
 			stat(func(st scheduler.Stats) float64 { return float64(st.Dropped) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_profiles_saved_total", Help: "Profile versions written to the store (synced)."},
+			persisted(func(st persistStats) float64 { return float64(st.saved) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_profiles_completed_total", Help: "Complete profiles written to the store (synced)."},
+			persisted(func(st persistStats) float64 { return float64(st.completed) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_store_errors_total", Help: "Profile writes the store refused (retried; see the log)."},
+			persisted(func(st persistStats) float64 { return float64(st.failures) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fikit_profiles_unsaved", Help: "Profile versions waiting to be written (kept in memory)."},
+			persisted(func(st persistStats) float64 { return float64(st.pending) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_profiles_unsaved_dropped_total", Help: "Superseded profile versions dropped while the store refused writes."},
+			persisted(func(st persistStats) float64 { return float64(st.dropped) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_profiling_runs_total", Help: "Profiling runs committed."},
 			stat(func(st scheduler.Stats) float64 { return float64(st.RunsCommitted) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_profiling_runs_discarded_total", Help: "Profiling runs discarded (overlapped or incomplete)."},
