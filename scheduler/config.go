@@ -48,6 +48,9 @@ type Config struct {
 	HoldInterval int64
 	// DeadAfter drops a task that sent nothing for this long.
 	DeadAfter int64
+	// DeadAfterWatched replaces DeadAfter for a task whose exit the daemon
+	// sees at once (TaskWatched).
+	DeadAfterWatched int64
 	// HeartbeatInterval is what hooks are told to use.
 	HeartbeatInterval int64
 	// ProfileRuns is T, the clean runs a task is measured for (10–1000).
@@ -87,6 +90,7 @@ func DefaultConfig() Config {
 		SkipLimit:         25,
 		HoldInterval:      int64(50 * time.Millisecond),
 		DeadAfter:         int64(80 * time.Millisecond),
+		DeadAfterWatched:  int64(2 * time.Second),
 		HeartbeatInterval: int64(20 * time.Millisecond),
 		ProfileRuns:       100,
 		MaxCredit:         64,

@@ -122,6 +122,15 @@ type Heartbeat struct {
 	Task TaskID
 }
 
+// TaskWatched: the daemon sees the task's process end at once (a pidfd on
+// this machine), so its silence need not be taken for death so soon: it is
+// dropped after DeadAfterWatched rather than DeadAfter. A CPU-starved host
+// delays heartbeats by hundreds of milliseconds; a crash is seen anyway.
+type TaskWatched struct {
+	Now  int64
+	Task TaskID
+}
+
 // Tick advances time; the daemon sends one at the deadline Ready asked for
 // (and whenever else it likes).
 type Tick struct{ Now int64 }
@@ -133,6 +142,7 @@ func (e LaunchRequested) at() int64      { return e.Now }
 func (e LaunchesNotified) at() int64     { return e.Now }
 func (e RunEnded) at() int64             { return e.Now }
 func (e Heartbeat) at() int64            { return e.Now }
+func (e TaskWatched) at() int64          { return e.Now }
 func (e MeasurementsReceived) at() int64 { return e.Now }
 func (e KernelInfoReceived) at() int64   { return e.Now }
 func (e Tick) at() int64                 { return e.Now }

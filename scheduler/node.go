@@ -105,6 +105,13 @@ func (n *Node) Step(ev Event) error {
 	case Heartbeat:
 		_, err := n.seen(e.Task)
 		return err
+	case TaskWatched:
+		t, err := n.task(e.Task)
+		if err != nil {
+			return err
+		}
+		t.watched = true
+		return nil
 	case Tick:
 		n.tick()
 		return nil
@@ -269,13 +276,21 @@ func (n *Node) dequeueTask(g *gpu, t *task) {
 	g.queues[t.prio] = q
 }
 
+// deadAfter is how long t may stay silent before it is dropped.
+func (n *Node) deadAfter(t *task) int64 {
+	if t.watched {
+		return max(n.cfg.DeadAfter, n.cfg.DeadAfterWatched)
+	}
+	return n.cfg.DeadAfter
+}
+
 // tick handles time passing: dead tasks, holder activity expiring, holds
 // for queued requests, and windows or idle periods that opened.
 func (n *Node) tick() {
 	var dead []*task
 	for _, g := range n.order {
 		for _, t := range g.tasks {
-			if n.now-t.lastSeen > n.cfg.DeadAfter {
+			if n.now-t.lastSeen > n.deadAfter(t) {
 				dead = append(dead, t)
 			}
 		}
@@ -327,7 +342,7 @@ func (n *Node) deadline() int64 {
 	}
 	for _, g := range n.order {
 		for _, t := range g.tasks {
-			at(t.lastSeen + n.cfg.DeadAfter + 1)
+			at(t.lastSeen + n.deadAfter(t) + 1)
 			if t.role == RoleHolder && g.waiting() > 0 {
 				at(t.lastActive + n.cfg.HolderTTL + 1)
 			}

@@ -120,6 +120,8 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			recs = append(recs, profiler.Record{KernelID: k, DurationNs: uint64(dur(t, f[1])), GapNs: uint64(dur(t, f[2])), Flags: uint8(fl)})
 		}
 		err = h.node.Step(MeasurementsReceived{Now: h.now, Task: taskArg(t, args), Run: uint32(num(t, args, "run", 0)), Records: recs})
+	case "watched":
+		err = h.node.Step(TaskWatched{Now: h.now, Task: taskArg(t, args)})
 	case "heartbeat":
 		err = h.node.Step(Heartbeat{Now: h.now, Task: taskArg(t, args)})
 	case "left":

@@ -74,6 +74,8 @@ var Settings = []Setting{
 		Help: "how often hooks are told to send a heartbeat (< dead-after)", field: func(c *Config) any { return &c.HeartbeatInterval }},
 	{Name: "dead-after", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
 		Help: "a task that sent nothing this long is dropped", field: func(c *Config) any { return &c.DeadAfter }},
+	{Name: "dead-after-watched", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
+		Help: "dead-after for a local task whose exit the daemon sees at once (pidfd); at least dead-after", field: func(c *Config) any { return &c.DeadAfterWatched }},
 	{Name: "max-credit", Kind: KindInt, Min: 0, Max: math.MaxUint32,
 		Help: "most launches granted without a round trip (0 disables credit)", field: func(c *Config) any { return &c.MaxCredit }},
 	{Name: "gap-ewma", Kind: KindFloat, Min: 0, Max: 1,

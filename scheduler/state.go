@@ -14,6 +14,7 @@ type task struct {
 	phase    Phase
 	credit   uint32 // launches it may still make without asking
 	lastSeen int64  // any message
+	watched  bool   // its exit is seen at once: see TaskWatched
 	// lastActive is the last launch (or registration): activity for HolderTTL.
 	lastActive int64
 	lastLaunch int64 // last launch of any kind, 0 if none

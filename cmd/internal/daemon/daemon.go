@@ -217,8 +217,14 @@ func (s *Server) loop(ctx context.Context) error {
 	}
 }
 
-// reapExited removes the tasks whose processes ended. Called with mu held.
+// reapExited removes the tasks whose processes ended, and tells the core
+// which ones are watched. Called with mu held.
 func (s *Server) reapExited() {
+	for _, id := range s.exits.takeStarted() {
+		if s.tasks[id] != nil {
+			s.step(scheduler.TaskWatched{Now: s.now(), Task: id}, netip.AddrPort{})
+		}
+	}
 	for _, e := range s.exits.takeExited() {
 		ta := s.tasks[e.id]
 		if ta == nil {

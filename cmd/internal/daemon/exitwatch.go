@@ -19,7 +19,9 @@ import (
 // Without it a task that exits without its Goodbye — a Go program (os.Exit
 // skips the hook's atexit handler), a crash, kill -9 — stays registered until
 // it misses its heartbeats (DeadAfter, 80 ms by default): a dead holder keeps
-// the GPU from everyone else that long.
+// the GPU from everyone else that long. Conversely, a watched task's silence
+// is not taken for death so soon (scheduler.TaskWatched): on a CPU-starved
+// host heartbeats come late, and dropping a live task makes it re-register.
 //
 // A Register carries the hook's pid, but that pid is only meaningful in the
 // daemon's pid namespace. So a task is watched only when the process with
@@ -33,6 +35,7 @@ type exitWatcher struct {
 	mu      sync.Mutex
 	watched map[scheduler.TaskID]*os.File // its pidfd
 	exited  []exitedTask
+	started []scheduler.TaskID // watches established since takeStarted
 	closed  bool
 }
 
@@ -73,7 +76,9 @@ func (w *exitWatcher) watch(id scheduler.TaskID, pid uint32, src netip.AddrPort)
 			return
 		}
 		w.watched[id] = f
+		w.started = append(w.started, id)
 		w.mu.Unlock()
+		w.wake()
 		w.wait(id, pid, f)
 	}()
 }
@@ -123,6 +128,15 @@ func (w *exitWatcher) takeExited() []exitedTask {
 	e := w.exited
 	w.exited = nil
 	return e
+}
+
+// takeStarted returns the tasks watched since the last call.
+func (w *exitWatcher) takeStarted() []scheduler.TaskID {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := w.started
+	w.started = nil
+	return s
 }
 
 func (w *exitWatcher) close() {

@@ -107,3 +107,35 @@ func TestExitedTaskLeavesAtOnce(t *testing.T) {
 		t.Fatalf("%d tasks after the holder died, want 1", n)
 	}
 }
+
+// A watched task's silence is not death: on a CPU-starved host its
+// heartbeats come late, and it stays registered up to DeadAfterWatched; an
+// unwatched one (here: a pid that does not own its socket) is dropped after
+// DeadAfter.
+func TestWatchedTaskSurvivesSilence(t *testing.T) {
+	cfg := scheduler.DefaultConfig()
+	cfg.DeadAfter = int64(100 * time.Millisecond)
+	cfg.DeadAfterWatched = int64(10 * time.Second)
+	s := startServer(t, store.NewMemory(), cfg, "")
+	watched := newFakeHook(t, s)
+	child := childOwning(t, watched.conn)
+	watched.send(&udp.Register{Seq: 1, TaskKey: "watched", PID: uint32(child.Process.Pid), Priority: 0,
+		DeviceUUID: [16]byte{1}, DeviceName: "test-gpu"})
+	if m := watched.recv(2 * time.Second); m == nil {
+		t.Fatal("no RegisterAck")
+	}
+	unwatched := newFakeHook(t, s)
+	unwatched.send(&udp.Register{Seq: 1, TaskKey: "unwatched", PID: 1, Priority: 5,
+		DeviceUUID: [16]byte{1}, DeviceName: "test-gpu"})
+	if m := unwatched.recv(2 * time.Second); m == nil {
+		t.Fatal("no RegisterAck")
+	}
+	time.Sleep(600 * time.Millisecond) // silent: no heartbeats
+	var keys []string
+	for _, ta := range s.Status().Tasks {
+		keys = append(keys, ta.Key)
+	}
+	if len(keys) != 1 || keys[0] != "watched" {
+		t.Fatalf("after 600 ms of silence the tasks are %q, want only the watched one", keys)
+	}
+}

@@ -136,7 +136,7 @@ func (s *Server) step(ev scheduler.Event, src netip.AddrPort) bool {
 			id = uint32(e.Task)
 		case scheduler.KernelInfoReceived:
 			id = uint32(e.Task)
-		case scheduler.TaskLeft:
+		case scheduler.TaskLeft, scheduler.TaskWatched:
 			return false // already gone: nothing to say
 		}
 		s.replyError(src, udp.CodeUnknownTask, id, "unknown task: register again")
