@@ -65,8 +65,9 @@ type Server struct {
 	nextID uint32
 	tasks  map[scheduler.TaskID]*taskAddr
 	// errLimit rate-limits Error replies to bad datagrams.
-	errTokens float64
-	errRefill time.Time
+	errLimit bucket
+	// srcLog rate-limits the log lines datagrams cause, per source.
+	srcLog *sourceLog
 	// outBuf and out collect the replies of one batch for one sendmmsg.
 	outBuf     []byte
 	out        []udp.Datagram
@@ -108,7 +109,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, log: cfg.Logger, conn: conn, start: monotonic(), core: core,
-		nextID: 1, tasks: map[scheduler.TaskID]*taskAddr{}, errTokens: errBurst,
+		nextID: 1, tasks: map[scheduler.TaskID]*taskAddr{}, srcLog: newSourceLog(cfg.Logger),
 		outBuf: make([]byte, 0, 16*udp.MaxDatagram), profileHit: map[string]*profiler.Profile{},
 	}
 	s.met = newMetrics(s)

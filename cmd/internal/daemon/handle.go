@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"time"
 
@@ -142,7 +143,7 @@ func (s *Server) step(ev scheduler.Event, src netip.AddrPort) bool {
 		s.replyError(src, udp.CodeUnknownTask, id, "unknown task: register again")
 		return false
 	}
-	s.log.Warn("event rejected", "event", ev, "err", err)
+	s.srcLog.logAt(src, slog.LevelWarn, "event rejected", "event", ev, "err", err)
 	return false
 }
 
@@ -162,7 +163,7 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 	if model == "" {
 		model = "unknown-gpu"
 	}
-	prof := s.lookupProfile(model, m.TaskKey)
+	prof := s.lookupProfile(model, m.TaskKey, src)
 	gpu := hex.EncodeToString(m.DeviceUUID[:])
 	s.replaceOlder(src, gpu, now)
 	id := scheduler.TaskID(s.nextID)
@@ -181,7 +182,7 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 	if prof != nil && prof.Phase == profiler.PhaseSharing {
 		phase = "sharing"
 	}
-	s.log.Info("task registered", "task", id, "key", m.TaskKey, "pid", m.PID, "priority", m.Priority,
+	s.srcLog.logAt(src, slog.LevelInfo, "task registered", "task", id, "key", m.TaskKey, "pid", m.PID, "priority", m.Priority,
 		"gpu", model, "phase", phase)
 	s.exits.watch(id, m.PID, src)
 }
@@ -199,7 +200,7 @@ func (s *Server) replaceOlder(src netip.AddrPort, gpu string, now int64) {
 			continue
 		}
 		if s.step(scheduler.TaskLeft{Now: now, Task: id}, src) {
-			s.log.Info("task re-registered: the new registration replaces it", "task", id, "key", ta.key)
+			s.srcLog.logAt(src, slog.LevelInfo, "task re-registered: the new registration replaces it", "task", id, "key", ta.key)
 		}
 		delete(s.tasks, id)
 		s.exits.forget(id)
@@ -208,7 +209,7 @@ func (s *Server) replaceOlder(src netip.AddrPort, gpu string, now int64) {
 
 // lookupProfile finds a task's stored profile (cached: a Badger read per
 // registration is cheap, but a restarting service re-registers often).
-func (s *Server) lookupProfile(model, key string) *profiler.Profile {
+func (s *Server) lookupProfile(model, key string, src netip.AddrPort) *profiler.Profile {
 	ck := model + "\x00" + key
 	if p, ok := s.profileHit[ck]; ok {
 		return p
@@ -216,7 +217,7 @@ func (s *Server) lookupProfile(model, key string) *profiler.Profile {
 	p, err := s.cfg.Store.Get(model, key)
 	if err != nil {
 		if !errors.Is(err, store.ErrNotFound) {
-			s.log.Error("reading profile", "key", key, "gpu", model, "err", err)
+			s.srcLog.logAt(src, slog.LevelError, "reading profile", "key", key, "gpu", model, "err", err)
 		}
 		return nil
 	}
@@ -342,13 +343,9 @@ func (s *Server) sendBatch() {
 
 // replyError answers a bad datagram, within the rate limit.
 func (s *Server) replyError(dst netip.AddrPort, code udp.ErrorCode, task uint32, msg string) {
-	now := time.Now()
-	s.errTokens = min(errBurst, s.errTokens+now.Sub(s.errRefill).Seconds()*errPerSec)
-	s.errRefill = now
-	if s.errTokens < 1 || !dst.IsValid() {
+	if !dst.IsValid() || !s.errLimit.take(time.Now(), errBurst, errPerSec) {
 		return
 	}
-	s.errTokens--
 	if len(msg) > 200 {
 		msg = msg[:200]
 	}
