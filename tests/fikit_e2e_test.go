@@ -33,11 +33,8 @@ func TestFikitProtectsHighPriority(t *testing.T) {
 
 	// Profile each alone.
 	for _, s := range []replaySpec{hp, lp} {
-		s.hooked, s.runs, s.warmup = true, 23, 0
-		cmd, args := s.command(t)
-		if r := runCmd(t, 3*time.Minute, env, cmd, args...); r.ExitCode != 0 {
-			t.Fatalf("profiling %s: %s", s.key, r)
-		}
+		s.runs, s.warmup = 23, 0
+		profileFully(t, d, env, s)
 	}
 
 	hp.runs, hp.interval = hpRuns, 5*time.Millisecond

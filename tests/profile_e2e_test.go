@@ -61,23 +61,8 @@ func TestProfilePipeline(t *testing.T) {
 	// first (cold) run may be discarded, so are runs the hook measured with
 	// a stalled launch call (a loaded machine), and a Go program's last runs
 	// go unreported (it exits without running the hook's atexit handler).
-	cmd, args := replaySpec{trace: traceName, runs: 2 * runs, cpuNs: 12000, hooked: true, prio: 0, key: key, sched: d.addr}.command(t)
-	r := runCmd(t, 2*time.Minute, env, cmd, args...)
-	if r.ExitCode != 0 {
-		t.Fatalf("profiling replay: %s", r)
-	}
+	show := profileFully(t, d, env, replaySpec{trace: traceName, runs: 2 * runs, cpuNs: 12000, prio: 0, key: key, sched: d.addr})
 	step("profiled")
-	// The daemon writes a finished profile in the background: give it a
-	// moment.
-	var show profileShowJSON
-	var sr cmdResult
-	waitFor(5*time.Second, func() bool {
-		sr = runCmd(t, 30*time.Second, nil, fikit, "profile", "show", key, "--data-dir", dataDir, "--json")
-		return sr.ExitCode == 0 && json.Unmarshal([]byte(sr.Stdout), &show) == nil && show.Phase == "sharing"
-	})
-	if sr.ExitCode != 0 {
-		t.Fatalf("profile show (daemon running): %s", sr)
-	}
 	if show.Phase != "sharing" || show.Runs != runs {
 		t.Fatalf("profile phase %q runs %d, want sharing after %d runs", show.Phase, show.Runs, runs)
 	}
@@ -175,7 +160,7 @@ func TestProfilePipeline(t *testing.T) {
 	}
 	d2 := startServe(t, dataDir, d.addr)
 	step("restarted")
-	cmd, args = replaySpec{trace: traceName, runs: 100000, cpuNs: 12000, hooked: true, prio: 0, key: key, sched: d2.addr}.command(t)
+	cmd, args := replaySpec{trace: traceName, runs: 100000, cpuNs: 12000, hooked: true, prio: 0, key: key, sched: d2.addr}.command(t)
 	p := startCmd(t, simgpuEnv(t, shm), cmd, args...)
 	var phase string
 	waitFor(20*time.Second, func() bool {

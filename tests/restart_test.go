@@ -17,25 +17,14 @@ import (
 
 func TestDaemonRestartDoesNotStarve(t *testing.T) {
 	requireBins(t, "fikit", "fikit-replay", "libfikit_hook.so", "simgpu/libcuda.so.1")
-	fikit := requireBins(t, "fikit")[0]
 	dir := t.TempDir()
 	d := startServe(t, dir, "", "--profile-runs", "20")
 	env := simgpuEnv(t, uniqueShm(t))
 	hp := replaySpec{trace: "h100/resnet50_4_fwd", cpuNs: 12000, prio: 0, key: "restart-hp", sched: d.addr}
 	lp := replaySpec{trace: "h100/bert_2_fwd", cpuNs: 5000, prio: 5, key: "restart-lp", sched: d.addr}
 	for _, s := range []replaySpec{hp, lp} {
-		s.hooked, s.runs = true, 40 // 20 committed; discarded runs (a loaded machine) covered
-		cmd, args := s.command(t)
-		if r := runCmd(t, 3*time.Minute, env, cmd, args...); r.ExitCode != 0 {
-			t.Fatalf("profiling %s: %s", s.key, r)
-		}
-		var show profileShowJSON
-		if !waitFor(5*time.Second, func() bool {
-			r := runCmd(t, 30*time.Second, nil, fikit, "profile", "show", s.key, "--data-dir", dir, "--json")
-			return r.ExitCode == 0 && json.Unmarshal([]byte(r.Stdout), &show) == nil && show.Phase == "sharing"
-		}) {
-			t.Fatalf("%s: no complete profile after %d runs (phase %q, %d runs)", s.key, s.runs, show.Phase, show.Runs)
-		}
+		s.runs = 40 // 20 committed; discarded runs (a loaded machine) covered
+		profileFully(t, d, env, s)
 	}
 
 	lp.hooked, lp.runs = true, 1_000_000

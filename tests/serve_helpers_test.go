@@ -123,6 +123,41 @@ func (s replaySpec) command(t testing.TB) (string, []string) {
 	return bins[0], append(run, args...)
 }
 
+// profileFully replays s (hooked, s.runs runs) until the daemon holds its
+// complete profile, at most profileReplays times, and returns the profile.
+// One replay of T runs is not always enough: a loaded machine makes the
+// hook withhold runs measured with a stalled launch call, and a Go
+// program's last runs go unreported (it exits without the hook's atexit
+// handler). Profiling resumes where the last replay left it.
+func profileFully(t testing.TB, d *daemonProc, env []string, s replaySpec) profileShowJSON {
+	t.Helper()
+	fikit := requireBins(t, "fikit")[0]
+	s.hooked = true
+	var show profileShowJSON
+	for i := 1; i <= profileReplays; i++ {
+		cmd, args := s.command(t)
+		if r := runCmd(t, 3*time.Minute, env, cmd, args...); r.ExitCode != 0 {
+			t.Fatalf("profiling %s: %s", s.key, r)
+		}
+		// The daemon writes a finished profile in the background.
+		if waitFor(3*time.Second, func() bool {
+			r := runCmd(t, 30*time.Second, nil, fikit, "profile", "show", s.key, "--data-dir", d.dataDir, "--json")
+			return r.ExitCode == 0 && json.Unmarshal([]byte(r.Stdout), &show) == nil && show.Phase == "sharing"
+		}) {
+			if i > 1 {
+				t.Logf("%s: profile complete after %d replays of %d runs", s.key, i, s.runs)
+			}
+			return show
+		}
+	}
+	t.Fatalf("%s: no complete profile after %d replays of %d runs (phase %q, %d runs, %d discarded)",
+		s.key, profileReplays, s.runs, show.Phase, show.Runs, show.Discarded)
+	return show
+}
+
+// profileReplays bounds profileFully.
+const profileReplays = 5
+
 // parseRuns reads fikit-replay's per-run JSON lines (replayRun is in
 // replay_test.go).
 func parseRuns(t testing.TB, stdout string) []replayRun {
