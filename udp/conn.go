@@ -55,7 +55,8 @@ func Listen(addr string) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	// Best effort: a larger buffer absorbs bursts of launch notifications.
+	// Best effort: a larger buffer absorbs bursts of launch notifications
+	// (64 clients on a CPU-starved host: the daemon reads late, not never).
 	_ = uc.SetReadBuffer(socketBuffer)
 	_ = uc.SetWriteBuffer(socketBuffer)
 	rc, err := uc.SyscallConn()
@@ -64,6 +65,7 @@ func Listen(addr string) (*Conn, error) {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	c := &Conn{uc: uc, rc: rc}
+	c.forceBuffers()
 	if err := c.init(); err != nil {
 		uc.Close()
 		return nil, fmt.Errorf("listen: %w", err)
@@ -128,6 +130,17 @@ func (c *Conn) WriteBatch(ds []Datagram) (int, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	return c.writeBatch(ds)
+}
+
+// SocketStats is what the kernel says about the socket's receive side.
+type SocketStats struct {
+	// ReadBuffer is the receive buffer in bytes (SO_RCVBUF: the kernel
+	// doubles what is asked, and caps it at net.core.rmem_max unless the
+	// process may force it).
+	ReadBuffer int
+	// Drops counts datagrams the kernel dropped because the buffer was
+	// full (SK_MEMINFO_DROPS; it wraps at 2^32).
+	Drops uint64
 }
 
 // Close closes the socket; a waiting Read returns.

@@ -227,3 +227,52 @@ func (c *Conn) writeBatch(ds []Datagram) (int, error) {
 	}
 	return sent, nil
 }
+
+// forceBuffers raises the socket buffers past net.core.rmem_max/wmem_max
+// where the process may (CAP_NET_ADMIN): the defaults (about 200 KiB) hold
+// a few hundred datagrams, which 64 clients on a busy host overflow.
+func (c *Conn) forceBuffers() {
+	_ = c.rc.Control(func(fd uintptr) {
+		if n, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF); err == nil && n < 2*socketBuffer {
+			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, socketBuffer)
+		}
+		if n, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF); err == nil && n < 2*socketBuffer {
+			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, socketBuffer)
+		}
+	})
+}
+
+// skMeminfoDrops is SK_MEMINFO_DROPS, the index of the drop counter in
+// what SO_MEMINFO returns (linux/sock_diag.h); skMeminfoVars their number.
+const (
+	skMeminfoDrops = 8
+	skMeminfoVars  = 9
+)
+
+// SocketStats reads the receive buffer's size and drop count.
+func (c *Conn) SocketStats() (SocketStats, error) {
+	var st SocketStats
+	var serr error
+	err := c.rc.Control(func(fd uintptr) {
+		st.ReadBuffer, serr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF)
+		if serr != nil {
+			return
+		}
+		var mem [skMeminfoVars]uint32
+		size := uint32(unsafe.Sizeof(mem))
+		_, _, e := unix.Syscall6(unix.SYS_GETSOCKOPT, fd, unix.SOL_SOCKET, unix.SO_MEMINFO,
+			uintptr(unsafe.Pointer(&mem[0])), uintptr(unsafe.Pointer(&size)), 0)
+		if e != 0 {
+			serr = e
+			return
+		}
+		st.Drops = uint64(mem[skMeminfoDrops])
+	})
+	if err == nil {
+		err = serr
+	}
+	if err != nil {
+		return st, fmt.Errorf("socket stats: %w", err)
+	}
+	return st, nil
+}

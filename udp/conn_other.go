@@ -3,6 +3,7 @@
 package udp
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 )
@@ -34,4 +35,11 @@ func (c *Conn) writeBatch(ds []Datagram) (int, error) {
 		}
 	}
 	return len(ds), nil
+}
+
+func (c *Conn) forceBuffers() {}
+
+// SocketStats is not available here.
+func (c *Conn) SocketStats() (SocketStats, error) {
+	return SocketStats{}, fmt.Errorf("socket stats: %w", errors.ErrUnsupported)
 }

@@ -194,3 +194,42 @@ func TestReadAllocs(t *testing.T) {
 		t.Errorf("send+Read+Decode allocates %.1f times", allocs)
 	}
 }
+
+// The kernel's count of datagrams dropped for a full receive buffer is read
+// back: flooding a socket nobody reads drops datagrams, and SocketStats
+// says how many.
+func TestSocketStatsCountsDrops(t *testing.T) {
+	c, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	st, err := c.SocketStats()
+	if errors.Is(err, errors.ErrUnsupported) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Drops != 0 || st.ReadBuffer <= 0 {
+		t.Fatalf("fresh socket: %+v", st)
+	}
+	s, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(c.LocalAddr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	payload := make([]byte, 1400)
+	sent := 4*st.ReadBuffer/len(payload) + 1000
+	for i := 0; i < sent; i++ {
+		s.Write(payload) // loopback: a full buffer drops, the write succeeds
+	}
+	st2, err := c.SocketStats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st2.Drops == 0 || st2.Drops >= uint64(sent) {
+		t.Fatalf("%d datagrams into a %d-byte buffer nobody reads: %d drops", sent, st.ReadBuffer, st2.Drops)
+	}
+	t.Logf("%d datagrams into a %d KiB buffer: %d dropped", sent, st.ReadBuffer>>10, st2.Drops)
+}

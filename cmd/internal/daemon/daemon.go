@@ -153,10 +153,19 @@ var monoStart, monoBase = func() (time.Time, int64) {
 	return time.Now(), ts.Nano()
 }()
 
+// minReadBuffer is the receive buffer below which the daemon warns: 64
+// clients' launch reports while the daemon waits for a CPU.
+const minReadBuffer = 1 << 20
+
 // Run serves until ctx is done, then shuts down cleanly: the socket closes,
 // pending profiles are written and the store is closed.
 func (s *Server) Run(ctx context.Context) error {
-	s.log.Info("fikit daemon serving", "listen", s.Addr().String(), "admin", s.cfg.AdminSocket)
+	st, _ := s.conn.SocketStats()
+	s.log.Info("fikit daemon serving", "listen", s.Addr().String(), "admin", s.cfg.AdminSocket, "udp_buffer_kib", st.ReadBuffer>>10)
+	if st.ReadBuffer > 0 && st.ReadBuffer < minReadBuffer {
+		s.log.Warn("small UDP receive buffer: with many clients on a busy host datagrams will be dropped; raise net.core.rmem_max or run with CAP_NET_ADMIN",
+			"udp_buffer_kib", st.ReadBuffer>>10, "want_kib", minReadBuffer>>10)
+	}
 	done := make(chan struct{})
 	go func() {
 		select {
