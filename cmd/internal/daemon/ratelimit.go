@@ -28,20 +28,24 @@ func (b *bucket) take(now time.Time, burst, perSec float64) bool {
 	return true
 }
 
-// Log lines caused by datagrams are rate limited per source address: a
-// Register flood wrote 240 bytes of log per 39-byte datagram. Past the
-// limit lines are counted, and the count is logged with the source's next
-// line.
+// Log lines caused by datagrams are rate limited per source socket (every
+// hook has its own, and local hooks share an address): a Register flood
+// wrote 240 bytes of log per 39-byte datagram. Past the limit lines are
+// counted, and the count is logged with the source's next line. A limit on
+// all sources together bounds a flood from many sockets.
 const (
 	logBurst      = 20
 	logPerSec     = 5
+	logAllBurst   = 200
+	logAllPerSec  = 50
 	logSourcesMax = 4096 // sources remembered; idle ones are forgotten first
 )
 
-// sourceLog rate-limits log lines per source IP address.
+// sourceLog rate-limits log lines per source socket.
 type sourceLog struct {
 	log     *slog.Logger
-	sources map[netip.Addr]*sourceBucket
+	sources map[netip.AddrPort]*sourceBucket
+	all     sourceBucket
 }
 
 type sourceBucket struct {
@@ -50,11 +54,12 @@ type sourceBucket struct {
 }
 
 func newSourceLog(log *slog.Logger) *sourceLog {
-	return &sourceLog{log: log, sources: map[netip.Addr]*sourceBucket{}}
+	return &sourceLog{log: log, sources: map[netip.AddrPort]*sourceBucket{}}
 }
 
-// logAt logs msg for a datagram from src, within src's rate limit.
-// Debug lines are not limited (debug logging is for following a problem).
+// logAt logs msg for a datagram from src, within src's rate limit and the
+// limit on all sources. Debug lines are not limited (debug logging is for
+// following a problem).
 func (l *sourceLog) logAt(src netip.AddrPort, level slog.Level, msg string, args ...any) {
 	if level <= slog.LevelDebug || !src.IsValid() {
 		l.log.Log(context.Background(), level, msg, args...)
@@ -64,21 +69,28 @@ func (l *sourceLog) logAt(src netip.AddrPort, level slog.Level, msg string, args
 		return
 	}
 	now := time.Now()
-	addr := src.Addr()
-	b := l.sources[addr]
+	b := l.sources[src]
 	if b == nil {
 		if len(l.sources) >= logSourcesMax {
 			l.forgetIdle(now)
 		}
 		b = &sourceBucket{}
-		l.sources[addr] = b
+		l.sources[src] = b
 	}
 	if !b.take(now, logBurst, logPerSec) {
 		b.suppressed++
 		return
 	}
+	if !l.all.take(now, logAllBurst, logAllPerSec) {
+		l.all.suppressed++
+		return
+	}
+	if l.all.suppressed > 0 {
+		l.log.Warn("log lines suppressed: too many from all sources", "lines", l.all.suppressed)
+		l.all.suppressed = 0
+	}
 	if b.suppressed > 0 {
-		l.log.Warn("log lines suppressed: too many from one source", "from", addr.String(), "lines", b.suppressed)
+		l.log.Warn("log lines suppressed: too many from one source", "from", src.String(), "lines", b.suppressed)
 		b.suppressed = 0
 	}
 	l.log.Log(context.Background(), level, msg, args...)
