@@ -52,6 +52,11 @@ type TaskRegistered struct {
 	// has none. A complete profile puts the task in the sharing phase; an
 	// incomplete one is resumed by profiling.
 	Profile *profiler.Profile
+	// Local: the daemon expects to watch the task's process (it registered
+	// from this machine with a pid). Until a TaskWatched says otherwise its
+	// silence is judged as a watched task's: establishing the watch takes
+	// the daemon a moment, longer than DeadAfter on a CPU-starved host.
+	Local bool
 }
 
 // TaskLeft: a hook said goodbye (or the daemon dropped it).
@@ -122,13 +127,15 @@ type Heartbeat struct {
 	Task TaskID
 }
 
-// TaskWatched: the daemon sees the task's process end at once (a pidfd on
-// this machine), so its silence need not be taken for death so soon: it is
-// dropped after DeadAfterWatched rather than DeadAfter. A CPU-starved host
-// delays heartbeats by hundreds of milliseconds; a crash is seen anyway.
+// TaskWatched: whether the daemon sees the task's process end at once (a
+// pidfd on this machine). A watched task's silence need not be taken for
+// death so soon: it is dropped after DeadAfterWatched rather than DeadAfter.
+// A CPU-starved host delays heartbeats by hundreds of milliseconds; a crash
+// is seen anyway.
 type TaskWatched struct {
-	Now  int64
-	Task TaskID
+	Now     int64
+	Task    TaskID
+	Watched bool // false: the watch could not be established
 }
 
 // Tick advances time; the daemon sends one at the deadline Ready asked for

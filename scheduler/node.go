@@ -110,7 +110,7 @@ func (n *Node) Step(ev Event) error {
 		if err != nil {
 			return err
 		}
-		t.watched = true
+		t.watched = e.Watched
 		return nil
 	case Tick:
 		n.tick()
@@ -171,7 +171,7 @@ func (n *Node) register(e TaskRegistered) error {
 	}
 	t := &task{
 		id: e.Task, key: e.Key, pid: e.PID, prio: e.Priority, gpu: g, model: e.Model,
-		lastSeen: n.now, lastActive: n.now, registered: n.now,
+		lastSeen: n.now, lastActive: n.now, registered: n.now, watched: e.Local,
 	}
 	if e.Profile != nil && e.Profile.Phase == profiler.PhaseSharing {
 		t.phase = PhaseSharing

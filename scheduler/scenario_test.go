@@ -84,7 +84,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		err = h.node.Step(TaskRegistered{Now: h.now, Task: taskArg(t, args), Key: args["key"],
 			PID: uint32(num(t, args, "pid", int64(taskArg(t, args)))), Priority: uint8(num(t, args, "prio", 5)),
-			GPU: gpu, Model: "sim", Profile: p})
+			GPU: gpu, Model: "sim", Profile: p, Local: args["local"] == "true"})
 	case "notify":
 		err = h.node.Step(LaunchNotified{Now: h.now, Task: taskArg(t, args), Seq: uint32(num(t, args, "seq", 0)), Kernel: uint64(num(t, args, "kernel", 0))})
 	case "batch":
@@ -121,7 +121,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		err = h.node.Step(MeasurementsReceived{Now: h.now, Task: taskArg(t, args), Run: uint32(num(t, args, "run", 0)), Records: recs})
 	case "watched":
-		err = h.node.Step(TaskWatched{Now: h.now, Task: taskArg(t, args)})
+		err = h.node.Step(TaskWatched{Now: h.now, Task: taskArg(t, args), Watched: args["ok"] != "false"})
 	case "heartbeat":
 		err = h.node.Step(Heartbeat{Now: h.now, Task: taskArg(t, args)})
 	case "left":

@@ -230,9 +230,9 @@ func (s *Server) loop(ctx context.Context) error {
 // reapExited removes the tasks whose processes ended, and tells the core
 // which ones are watched. Called with mu held.
 func (s *Server) reapExited() {
-	for _, id := range s.exits.takeStarted() {
-		if s.tasks[id] != nil {
-			s.step(scheduler.TaskWatched{Now: s.now(), Task: id}, netip.AddrPort{})
+	for _, w := range s.exits.takeStarted() {
+		if s.tasks[w.id] != nil {
+			s.step(scheduler.TaskWatched{Now: s.now(), Task: w.id, Watched: w.ok}, netip.AddrPort{})
 		}
 	}
 	for _, e := range s.exits.takeExited() {

@@ -16,8 +16,9 @@ import (
 
 // fakeHook is one UDP socket speaking the hook's side of the protocol.
 type fakeHook struct {
-	t    *testing.T
-	conn *net.UDPConn
+	t      *testing.T
+	conn   *net.UDPConn
+	regSeq uint32 // the last Register's seq
 }
 
 func newFakeHook(t *testing.T, daemon *Server) *fakeHook {
@@ -69,7 +70,8 @@ func (h *fakeHook) recv(timeout time.Duration) udp.Message {
 
 func (h *fakeHook) register(key string, prio uint8) *udp.RegisterAck {
 	h.t.Helper()
-	h.send(&udp.Register{Seq: 1, TaskKey: key, PID: uint32(prio) + 100, Priority: prio, DeviceUUID: [16]byte{1}, DeviceName: "test-gpu"})
+	h.regSeq++ // a new registration each time, as a hook's
+	h.send(&udp.Register{Seq: h.regSeq, TaskKey: key, PID: uint32(prio) + 100, Priority: prio, DeviceUUID: [16]byte{1}, DeviceName: "test-gpu"})
 	for {
 		m := h.recv(2 * time.Second)
 		if m == nil {

@@ -35,8 +35,14 @@ type exitWatcher struct {
 	mu      sync.Mutex
 	watched map[scheduler.TaskID]*os.File // its pidfd
 	exited  []exitedTask
-	started []scheduler.TaskID // watches established since takeStarted
+	started []watchResult // watches established or failed since takeStarted
 	closed  bool
+}
+
+// watchResult says whether task id's watch could be established.
+type watchResult struct {
+	id scheduler.TaskID
+	ok bool
 }
 
 type exitedTask struct {
@@ -52,20 +58,29 @@ func newExitWatcher(wake func()) *exitWatcher {
 // process provably owns src; it returns at once (the checks run in the
 // background).
 func (w *exitWatcher) watch(id scheduler.TaskID, pid uint32, src netip.AddrPort) {
-	if pid == 0 || !src.Addr().IsLoopback() {
+	if !watchable(pid, src) {
 		return
 	}
 	go func() {
+		failed := func() {
+			w.mu.Lock()
+			w.started = append(w.started, watchResult{id, false})
+			w.mu.Unlock()
+			w.wake()
+		}
 		if err := ownsSocket(int(pid), src); err != nil {
+			failed()
 			return
 		}
 		fd, err := unix.PidfdOpen(int(pid), unix.PIDFD_NONBLOCK)
 		if err != nil {
+			failed()
 			return
 		}
 		// Checked again with the pidfd held: the pid cannot be reused now.
 		if ownsSocket(int(pid), src) != nil {
 			unix.Close(fd)
+			failed()
 			return
 		}
 		f := os.NewFile(uintptr(fd), "pidfd")
@@ -76,7 +91,7 @@ func (w *exitWatcher) watch(id scheduler.TaskID, pid uint32, src netip.AddrPort)
 			return
 		}
 		w.watched[id] = f
-		w.started = append(w.started, id)
+		w.started = append(w.started, watchResult{id, true})
 		w.mu.Unlock()
 		w.wake()
 		w.wait(id, pid, f)
@@ -130,8 +145,15 @@ func (w *exitWatcher) takeExited() []exitedTask {
 	return e
 }
 
-// takeStarted returns the tasks watched since the last call.
-func (w *exitWatcher) takeStarted() []scheduler.TaskID {
+// watchable reports whether watch tries to watch a task registered by pid
+// from src: a process on this machine.
+func watchable(pid uint32, src netip.AddrPort) bool {
+	return pid != 0 && src.Addr().IsLoopback()
+}
+
+// takeStarted returns the watches established or failed since the last
+// call.
+func (w *exitWatcher) takeStarted() []watchResult {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	s := w.started

@@ -165,6 +165,9 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 	}
 	prof := s.lookupProfile(model, m.TaskKey, src)
 	gpu := hex.EncodeToString(m.DeviceUUID[:])
+	if s.reacknowledge(src, gpu, m.Seq) {
+		return
+	}
 	s.replaceOlder(src, gpu, now)
 	id := scheduler.TaskID(s.nextID)
 	s.nextID++
@@ -173,7 +176,7 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 	}
 	s.tasks[id] = &taskAddr{ctrl: src, gpu: gpu, model: model, key: m.TaskKey, reqs: map[uint32]netip.AddrPort{}, regSeq: m.Seq}
 	if !s.step(scheduler.TaskRegistered{Now: now, Task: id, Key: m.TaskKey, PID: m.PID, Priority: m.Priority,
-		GPU: gpu, Model: model, Profile: prof}, src) {
+		GPU: gpu, Model: model, Profile: prof, Local: watchable(m.PID, src)}, src) {
 		delete(s.tasks, id)
 		s.replyError(src, udp.CodeInvalidValue, 0, "registration rejected")
 		return
@@ -185,6 +188,29 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 	s.srcLog.logAt(src, slog.LevelInfo, "task registered", "task", id, "key", m.TaskKey, "pid", m.PID, "priority", m.Priority,
 		"gpu", model, "phase", phase)
 	s.exits.watch(id, m.PID, src)
+}
+
+// reacknowledge answers a Register that is a copy of the one a task
+// registered with (same socket, GPU and seq): the hook sent it again because
+// the answer was late (a daemon waiting for a CPU). It gets the same ack
+// again, and no second registration. It reports whether there was such a
+// task.
+func (s *Server) reacknowledge(src netip.AddrPort, gpu string, seq uint32) bool {
+	for id, ta := range s.tasks {
+		if ta.ctrl != src || ta.gpu != gpu || ta.regSeq != seq {
+			continue
+		}
+		cfg := s.core.Config()
+		for _, ti := range s.core.Tasks() {
+			if ti.ID == id {
+				s.send(src, &udp.RegisterAck{Seq: seq, TaskID: uint32(id), Role: wireRole(ti.Role), Phase: wirePhase(ti.Phase),
+					ProfileRuns: uint32(cfg.ProfileRuns), HeartbeatMS: uint32(cfg.HeartbeatInterval / 1e6)})
+				s.log.Debug("register again: same ack", "task", id, "seq", seq)
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // replaceOlder removes the tasks registered earlier from the same socket on

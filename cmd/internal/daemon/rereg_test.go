@@ -58,3 +58,29 @@ func TestRegisterRefusesBadTaskKeys(t *testing.T) {
 		t.Error("a key of exactly the maximum length was refused")
 	}
 }
+
+// A Register sent again with the same seq (the hook's retry after no answer
+// in time: the daemon was waiting for a CPU) is the same registration: the
+// same ack, one task. With 64 clients on 2 cores, treating it as a new one
+// registered tasks twice, and the hook ignored the first ack.
+func TestRegisterRetransmissionIsIdempotent(t *testing.T) {
+	s := startServer(t, store.NewMemory(), scheduler.DefaultConfig(), "")
+	h := newFakeHook(t, s)
+	var acks []*udp.RegisterAck
+	for i := 0; i < 3; i++ {
+		h.send(&udp.Register{Seq: 7, TaskKey: "svc", PID: 1, Priority: 0, DeviceUUID: [16]byte{1}, DeviceName: "test-gpu"})
+		a, ok := h.recv(2 * time.Second).(*udp.RegisterAck)
+		if !ok {
+			t.Fatalf("copy %d: no RegisterAck", i+1)
+		}
+		acks = append(acks, a)
+	}
+	for _, a := range acks[1:] {
+		if *a != *acks[0] {
+			t.Errorf("acks differ: %+v, first %+v", a, acks[0])
+		}
+	}
+	if n := len(s.Status().Tasks); n != 1 {
+		t.Errorf("%d tasks after one registration sent three times", n)
+	}
+}
