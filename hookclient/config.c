@@ -114,12 +114,12 @@ void fk_config_load(fk_config *c, fk_getenv_fn get, fk_report_fn report)
 		if (parse_int(v, 1, 60000, &n) == 0)
 			c->grant_timeout_ms = (int)n;
 		else
-			bad(report, "FIKIT_GRANT_TIMEOUT_MS", v, "an integer 1-60000", "200");
+			bad(report, "FIKIT_GRANT_TIMEOUT_MS", v, "an integer 1-60000", FK_XSTR(FK_DEFAULT_GRANT_TIMEOUT_MS));
 	}
 	if ((v = get("FIKIT_CONNECT_TIMEOUT_MS")) && *v) {
 		if (parse_int(v, 1, 10000, &n) == 0)
 			c->connect_timeout_ms = (int)n;
 		else
-			bad(report, "FIKIT_CONNECT_TIMEOUT_MS", v, "an integer 1-10000", "100");
+			bad(report, "FIKIT_CONNECT_TIMEOUT_MS", v, "an integer 1-10000", FK_XSTR(FK_DEFAULT_CONNECT_TIMEOUT_MS));
 	}
 }

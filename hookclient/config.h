@@ -11,7 +11,15 @@
 #define FK_DEFAULT_PORT 7070
 #define FK_DEFAULT_PRIORITY 5
 #define FK_DEFAULT_GRANT_TIMEOUT_MS 200
-#define FK_DEFAULT_CONNECT_TIMEOUT_MS 100
+/* How long the first launch waits for the answer to its Register. A daemon
+ * that is not there answers at once (ICMP: connection refused); one that is
+ * there but waits for a CPU (64 clients starting together on 2 cores) needs
+ * hundreds of milliseconds, and a task that gives up runs un-hooked until a
+ * later answer. */
+#define FK_DEFAULT_CONNECT_TIMEOUT_MS 1000
+
+#define FK_STR(x) #x
+#define FK_XSTR(x) FK_STR(x)
 
 typedef struct fk_config {
 	char host[256]; /* numeric address or name, without IPv6 brackets */

@@ -185,7 +185,15 @@ void fk_task_reregister(fk_task *t)
 	fk_sender_wake();
 }
 
-static void send_register(fk_task *t)
+/* send_register sends t's Register: with a new seq when fresh (a first
+ * registration, or one the daemon asked for by forgetting the task), else
+ * again with the seq of the last one (a retry after no answer). A retry
+ * is a retransmission: the daemon answers a Register it has already
+ * registered with the same ack, and an ack to the first copy that arrives
+ * after the retry went out still matches. (With a new seq per retry, a
+ * daemon that answered late registered the task twice, and the hook
+ * ignored the first ack.) */
+static void send_register(fk_task *t, int fresh)
 {
 	fk_register m = {0};
 	static char key[FK_TASK_KEY_MAX + 1];
@@ -193,7 +201,7 @@ static void send_register(fk_task *t)
 	if (!keylen)
 		keylen = fk_cfg.task_key_set ? strlen(fk_cfg.task_key) : fk_task_key_self(key);
 	const char *k = fk_cfg.task_key_set ? fk_cfg.task_key : key;
-	m.seq = atomic_fetch_add(&reg_counter, 1) + 1;
+	m.seq = (fresh || !t->reg_seq) ? atomic_fetch_add(&reg_counter, 1) + 1 : t->reg_seq;
 	m.task_key = k;
 	m.task_key_len = keylen;
 	m.pid = (uint32_t)getpid();
@@ -389,13 +397,14 @@ static void timers(uint64_t now)
 	for (int i = 0; i < n; i++) {
 		fk_task *t = &fk_tasks[i];
 		unsigned st = atomic_load(&t->state);
-		int due = 0;
+		int due = 0, fresh = 1;
 		pthread_mutex_lock(&t->mu);
 		if (st == FK_ST_REGISTERING && t->reg_next_ns == 0) {
 			due = 1; /* the first launch waits for this one */
 			t->reg_next_ns = now + (uint64_t)REG_RETRY_MIN_MS * 1000000u;
 		} else if (st == FK_ST_UNREACHABLE && now >= t->reg_next_ns) {
 			due = 1;
+			fresh = 0;
 			t->reg_backoff_ms = t->reg_backoff_ms ? t->reg_backoff_ms * 2 : REG_RETRY_MIN_MS;
 			if (t->reg_backoff_ms > REG_RETRY_MAX_MS)
 				t->reg_backoff_ms = REG_RETRY_MAX_MS;
@@ -409,7 +418,7 @@ static void timers(uint64_t now)
 		}
 		pthread_mutex_unlock(&t->mu);
 		if (due)
-			send_register(t);
+			send_register(t, fresh);
 		if (st == FK_ST_ACTIVE && t->heartbeat_ms && now >= t->next_heartbeat_ns) {
 			fk_out_commit(fk_enc_task_only(fk_out_slot(), FK_MAX_DATAGRAM, FK_MSG_HEARTBEAT,
 						       atomic_load(&t->task_id)));

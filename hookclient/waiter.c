@@ -67,7 +67,13 @@ static void fail_open(fk_task *t, const char *why)
 		       b);
 	else
 		fk_log(FK_LOG_INFO, "%s; passing launches through for %u ms", why, b);
-	fk_task_reregister(t);
+	/* A daemon that forgot the task says so (Error: unknown task). One that
+	 * is slow (waiting for a CPU) has not forgotten it: registering anew
+	 * would throw away its profiling progress, and under 64 clients it
+	 * re-registered tasks every second. Only a second timeout in a row
+	 * (no grant since the last) re-registers. */
+	if (b > BACKOFF_MIN_MS)
+		fk_task_reregister(t);
 }
 
 void fk_waiter_request(fk_task *t, uint32_t seq, uint64_t kid)

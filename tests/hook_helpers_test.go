@@ -32,6 +32,9 @@ type schedPolicy struct {
 	// message with Error(unknown task), as a restarted daemon does;
 	// Demote — send State making the task a waiter.
 	ForgetAt, DemoteAt int
+	// IgnoreRegisters: the first this many Registers go unanswered, as
+	// from a daemon waiting for a CPU.
+	IgnoreRegisters int
 }
 
 // recvd is one datagram the fake scheduler received.
@@ -57,6 +60,7 @@ type fakeSched struct {
 	launches int
 	known    map[uint32]bool // task IDs the daemon remembers
 	forgot   bool            // ForgetAt has happened
+	regs     int             // Registers received
 	bad      []string        // datagrams that did not decode
 	done     chan struct{}
 }
@@ -113,6 +117,10 @@ func (f *fakeSched) serve() {
 		var task uint32
 		switch m := m.(type) {
 		case *udp.Register:
+			f.regs++
+			if f.regs <= f.policy.IgnoreRegisters {
+				break
+			}
 			id := f.nextID
 			f.nextID++
 			f.pids[id], f.keys[id], f.prios[id], f.known[id] = m.PID, m.TaskKey, m.Priority, true
