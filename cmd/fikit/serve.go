@@ -36,6 +36,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json"},
 			&cli.StringFlag{Name: "metrics-listen", Usage: "also serve Prometheus metrics over TCP at this address (e.g. 127.0.0.1:9470)"},
 			&cli.StringFlag{Name: "record", Usage: "append every scheduling decision to this file, one JSON line each (for fikit trace --decisions)"},
+			&cli.IntFlag{Name: "nice", Value: -10, Usage: "nice value of the daemon (-20…19): hooked services wait on its answers, so it must not wait for a CPU behind them; needs CAP_SYS_NICE to lower, else a warning"},
 		}, schedulerFlags()...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -52,7 +53,7 @@ func serveCommand() *cli.Command {
 			return serve(c.Context, serveOptions{
 				listen: c.String("listen"), dataDir: c.String("data-dir"), ephemeral: c.Bool("ephemeral"),
 				dataDirSet: c.IsSet("data-dir"), metrics: c.String("metrics-listen"), sched: cfg, log: log,
-				record: c.String("record"),
+				record: c.String("record"), nice: c.Int("nice"), niceSet: c.IsSet("nice"),
 			})
 		},
 	}
@@ -61,12 +62,26 @@ func serveCommand() *cli.Command {
 type serveOptions struct {
 	listen, dataDir, metrics string
 	record                   string // decision record file ("": none)
+	nice                     int
+	niceSet                  bool
 	ephemeral, dataDirSet    bool
 	sched                    scheduler.Config
 	log                      *slog.Logger
 }
 
 func serve(ctx context.Context, o serveOptions) error {
+	if o.nice < -20 || o.nice > 19 {
+		return &exitError{code: 2, err: fmt.Errorf("serve: --nice %d: want -20…19", o.nice)}
+	}
+	if err := setNice(o.nice); err != nil {
+		// Lowering the value needs privilege: without it the daemon still
+		// works, but competes for the CPU with the services it schedules.
+		level := slog.LevelInfo
+		if o.niceSet {
+			level = slog.LevelWarn
+		}
+		o.log.Log(ctx, level, "could not set the daemon's nice value; on a busy host its answers will be late", "nice", o.nice, "err", err)
+	}
 	var st store.Store
 	socket := ""
 	if o.ephemeral {
