@@ -22,7 +22,7 @@ CFLAGS_BASE := -std=gnu11 -O2 -g -fPIC -D_GNU_SOURCE $(CWARN)
 GOTESTFLAGS ?=
 FUZZTIME    ?= 60s
 
-.PHONY: all fikit replay clean test test-go test-c test-e2e demo bench fuzz fuzz-brief fuzz-run vet cuda-headers
+.PHONY: all fikit replay clean test test-go test-c test-e2e demo bench faults fuzz fuzz-brief fuzz-run vet cuda-headers
 all: fikit replay simgpu hook
 
 # Go commands that compile cmd/fikit-replay need the CUDA headers and link stub.
@@ -66,6 +66,17 @@ demo: all
 
 bench: all
 	$(BIN)/fikit bench $(BENCHFLAGS)
+
+# The fault campaign at full scale (tests/faults_*_test.go; `make test` runs
+# it small): 20 daemon restarts, 20 kills right after a profile completes,
+# 64 clients at once, broken store directories. Prints one row per scenario.
+FAULTS_REPORT ?= $(BUILD)/faults.md
+faults: all
+	@mkdir -p $(dir $(FAULTS_REPORT)); rm -f $(FAULTS_REPORT)
+	@printf '| scenario | scale | result | figures |\n|---|---|---|---|\n' > $(FAULTS_REPORT)
+	$(GOCUDA) FIKIT_BIN=$(BIN) FIKIT_FAULTS=full FIKIT_FAULTS_REPORT=$(FAULTS_REPORT) \
+		$(GO) test -p 1 -count=1 -timeout 30m -run 'TestFault' $(GOTESTFLAGS) ./tests/; \
+		rc=$$?; echo; cat $(FAULTS_REPORT); exit $$rc
 
 # Every Go fuzz target: briefly in `make test` (FUZZ_BRIEF each), longer in
 # `make fuzz` (FUZZTIME each). Seed corpora are committed under testdata/.

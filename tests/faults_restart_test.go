@@ -1,22 +1,26 @@
 package tests
 
-// Faults: the daemon restarts under a high-priority service (a request every
-// 5 ms) and a continuous low-priority one. Both hooks re-register with the
-// new daemon mid-run; the restarted daemon must go on scheduling (before run
-// positions were re-synchronized from run ends it opened no window again and
-// granted a handful of launches per incarnation: the low-priority service
-// starved), and nobody's launch may hang.
+// Faults: the daemon restarts, again and again, under a high-priority
+// service (a request every 5 ms) and a continuous low-priority one. Both
+// hooks re-register with each new daemon mid-run; each restarted daemon must
+// go on scheduling (before run positions were re-synchronized from run ends
+// it opened no window again and granted a handful of launches per
+// incarnation: the low-priority service starved), and nobody's launch may
+// hang.
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-func TestDaemonRestartDoesNotStarve(t *testing.T) {
+func TestFaultDaemonRestarts(t *testing.T) {
 	requireBins(t, "fikit", "fikit-replay", "libfikit_hook.so", "simgpu/libcuda.so.1")
+	sc := faultsScale()
 	dir := t.TempDir()
 	d := startServe(t, dir, "", "--profile-runs", "20")
 	env := simgpuEnv(t, uniqueShm(t))
@@ -33,7 +37,7 @@ func TestDaemonRestartDoesNotStarve(t *testing.T) {
 	if !lproc.waitOutput(`{"run"`, 1, 60*time.Second) {
 		t.Fatalf("the low-priority service did not get going: %s", lproc.KillGroup())
 	}
-	hp.hooked, hp.runs, hp.interval = true, 4000, 5*time.Millisecond // 20 s
+	hp.hooked, hp.runs, hp.interval = true, 1_000_000, 5*time.Millisecond
 	hcmd, hargs := hp.command(t)
 	hproc := startCmd(t, env, hcmd, hargs...)
 	bothRegistered := func() bool {
@@ -71,39 +75,70 @@ func TestDaemonRestartDoesNotStarve(t *testing.T) {
 	if !waitFor(5*time.Second, onTime) {
 		t.Fatal("the high-priority service never ran on time")
 	}
-	before := schedulingIn(t, d, lproc, 2*time.Second)
 
-	d.stop(t)
-	d = startServe(t, dir, d.addr, "--profile-runs", "20")
-	restarted := time.Now()
-	if !waitFor(10*time.Second, bothRegistered) {
-		t.Fatal("the services did not re-register with the restarted daemon")
+	// Each cycle: what the daemon did for the low-priority service in a
+	// span before the restart and in one after it, once the high-priority
+	// service is on time again. A hung launch shows as a service that
+	// stops making runs.
+	var ratios []float64
+	var reregs, catchUps []time.Duration
+	hung, starved := 0, 0
+	for c := 1; c <= sc.restarts; c++ {
+		before := schedulingIn(t, d, lproc, sc.restartMeasureFor)
+		d.stop(t)
+		d = startServe(t, dir, d.addr, "--profile-runs", "20")
+		restarted := time.Now()
+		if !waitFor(10*time.Second, bothRegistered) {
+			t.Fatalf("restart %d: the services did not re-register", c)
+		}
+		reregs = append(reregs, time.Since(restarted))
+		if !waitFor(8*time.Second, onTime) {
+			hung++
+			t.Errorf("restart %d: the high-priority service did not catch up (hung launch?)", c)
+			continue
+		}
+		catchUps = append(catchUps, time.Since(restarted))
+		after := schedulingIn(t, d, lproc, sc.restartMeasureFor)
+		if after.LPRuns == 0 && before.LPRuns > 0 {
+			hung++
+		}
+		ratio := float64(after.Grants) / max(1, float64(before.Grants))
+		ratios = append(ratios, ratio)
+		t.Logf("restart %2d: in %v beside the on-time high-priority service: before %+v, after %+v (grants %.2fx; re-registered after %v, on time after %v)",
+			c, sc.restartMeasureFor, before, after, ratio, reregs[len(reregs)-1].Round(time.Millisecond), catchUps[len(catchUps)-1].Round(time.Millisecond))
+		// The restarted daemon keeps scheduling: windows open in the
+		// high-priority service's gaps and the low-priority service gets
+		// grants. Under `make test` (other packages beside it) loosely;
+		// the campaign asks for its throughput within half of before.
+		minRatio := 0.0
+		if sc.full {
+			minRatio = 0.5
+		}
+		perSec := func(n uint64) float64 { return float64(n) / sc.restartMeasureFor.Seconds() }
+		if perSec(after.Windows) < 10 || perSec(after.Grants) < 10 || ratio < minRatio {
+			starved++
+			t.Errorf("restart %d: the daemon opened %d windows and granted %d launches in %v after it (before: %d, %d)",
+				c, after.Windows, after.Grants, sc.restartMeasureFor, before.Windows, before.Grants)
+		}
 	}
-	registered := time.Since(restarted)
-	if !waitFor(8*time.Second, onTime) {
-		t.Fatal("the high-priority service did not catch up after the restart")
-	}
-	caughtUp := time.Since(restarted)
-	after := schedulingIn(t, d, lproc, 2*time.Second)
-	t.Logf("in 2 s beside the on-time high-priority service: before the restart %+v, after %+v (re-registered %v after the restart, on time again after %v)",
-		before, after, registered.Round(time.Millisecond), caughtUp.Round(time.Millisecond))
-
-	hr := hproc.Wait(2 * time.Minute)
+	hproc.KillGroup()
 	lproc.KillGroup()
-	if hr.ExitCode != 0 || hr.TimedOut {
-		t.Fatalf("the high-priority service did not finish (hung launch?): %s", hr)
+	slices.Sort(ratios)
+	lo, med := 0.0, 0.0
+	if len(ratios) > 0 {
+		lo, med = ratios[0], ratios[len(ratios)/2]
 	}
-	if n := len(parseRuns(t, hr.Stdout)); n != hp.runs {
-		t.Errorf("the high-priority service completed %d of %d runs", n, hp.runs)
+	faultReport(t, "daemon restart (SIGTERM, start) under HP every 5 ms + LP", fmt.Sprintf("%d restarts", sc.restarts), verdict(t),
+		fmt.Sprintf("LP grants after/before: min %.2f, median %.2f; restarts starving the LP: %d; hung services: %d; re-registered within %v, HP on time within %v",
+			lo, med, starved, hung, maxDur(reregs).Round(time.Millisecond), maxDur(catchUps).Round(time.Millisecond)))
+}
+
+func maxDur(ds []time.Duration) time.Duration {
+	var m time.Duration
+	for _, d := range ds {
+		m = max(m, d)
 	}
-	// The restarted daemon keeps scheduling: windows open in the
-	// high-priority service's gaps and the low-priority service gets
-	// grants. Its runs per second are logged, not judged: they also move
-	// with how well each gap is predicted, restart or not.
-	if after.Windows < 20 || after.Grants < 20 {
-		t.Errorf("after the restart the daemon opened %d windows and granted %d launches in 2 s (before: %d, %d)",
-			after.Windows, after.Grants, before.Windows, before.Grants)
-	}
+	return m
 }
 
 // scheduling is what the daemon did for the low-priority service in a span.

@@ -1,0 +1,115 @@
+package tests
+
+// Faults: many hooked clients at once on a 2-core host. With 64, the
+// scheduler used to be effectively off: 55 of 64 ran un-hooked (no answer to
+// Register in time), 156 heartbeat drops, 14,143 UDP receive drops, at most
+// 8 tasks registered at once, no profile completed. Every client must
+// register, profile and be scheduled, and nothing may be dropped.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFaultManyClients(t *testing.T) {
+	requireBins(t, "fikit", "fikit-replay", "libfikit_hook.so", "simgpu/libcuda.so.1")
+	fikit := requireBins(t, "fikit")[0]
+	sc := faultsScale()
+	n := sc.clients
+	dir := t.TempDir()
+	maddr := freeTCPAddr(t)
+	// At the default log level: logging every decision (debug) for 64
+	// clients would be most of the daemon's work.
+	d := startServe(t, dir, "", "--profile-runs", "10", "--metrics-listen", maddr, "--log-level", "info")
+	env := simgpuEnv(t, uniqueShm(t))
+	m0 := metrics(t, maddr)
+
+	// Each client is a small open-loop service (a mobilenet request every
+	// 100 ms: all of them together keep the simulated GPU about busy),
+	// priorities spread over 0–9, long enough to profile (the runs that
+	// overlap another task's are discarded) and then share.
+	const runs = 120
+	procs := make([]*proc, n)
+	start := time.Now()
+	for i := range procs {
+		s := replaySpec{trace: "h100/mobilenet_4_fwd", cpuNs: 5000, prio: i % 10, key: fmt.Sprintf("client-%02d", i),
+			sched: d.addr, hooked: true, runs: runs, interval: 100 * time.Millisecond}
+		cmd, args := s.command(t)
+		procs[i] = startCmd(t, env, cmd, args...)
+	}
+	maxRegistered := 0
+	registeredNow := func() int {
+		k := 0
+		for _, ta := range d.status(t).Tasks {
+			if strings.HasPrefix(ta.Key, "client-") {
+				k++
+			}
+		}
+		maxRegistered = max(maxRegistered, k)
+		return k
+	}
+	waitFor(30*time.Second, func() bool { return registeredNow() == n })
+	failed, unhooked := 0, 0
+	for i, p := range procs {
+		r := p.Wait(5 * time.Minute)
+		if r.ExitCode != 0 || len(parseRuns(t, r.Stdout)) != runs {
+			failed++
+			t.Errorf("client %d: %s", i, r)
+		}
+		if strings.Contains(r.Stderr, "un-hooked") {
+			unhooked++
+		}
+	}
+	took := time.Since(start)
+	m1 := metrics(t, maddr)
+
+	// Who registered, who completed a profile, who reached sharing.
+	log := d.Stderr()
+	registered, sharing := 0, 0
+	for i := 0; i < n; i++ {
+		key := fmt.Sprintf("client-%02d", i)
+		if strings.Contains(log, `msg="task registered"`) && strings.Contains(log, "key="+key+" ") {
+			registered++
+		}
+	}
+	r := runCmd(t, 30*time.Second, nil, fikit, "profile", "ls", "--data-dir", dir, "--json")
+	var list []struct {
+		TaskKey string `json:"task_key"`
+		Phase   string `json:"phase"`
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &list); err != nil {
+		t.Fatalf("profile ls: %v: %s", err, r)
+	}
+	for _, p := range list {
+		if strings.HasPrefix(p.TaskKey, "client-") && p.Phase == "sharing" {
+			sharing++
+		}
+	}
+	if path := os.Getenv("FIKIT_FAULTS_DAEMON_LOG"); path != "" {
+		_ = os.WriteFile(path, []byte(log), 0o644)
+	}
+	hbDrops := strings.Count(log, "task dropped: no heartbeat")
+	udpDrops := m1["fikit_udp_receive_drops_total"] - m0["fikit_udp_receive_drops_total"]
+	grants := m1["fikit_grants_total"] - m0["fikit_grants_total"]
+	d.stop(t)
+
+	if registered != n {
+		t.Errorf("%d of %d clients registered", registered, n)
+	}
+	if sharing != n {
+		t.Errorf("%d of %d clients have a complete profile:\n%s", sharing, n, r.Stdout)
+	}
+	if udpDrops != 0 {
+		t.Errorf("the kernel dropped %.0f datagrams to the daemon", udpDrops)
+	}
+	if hbDrops != 0 {
+		t.Errorf("%d tasks dropped for missing heartbeats", hbDrops)
+	}
+	faultReport(t, "many hooked clients at once", fmt.Sprintf("%d clients", n), verdict(t),
+		fmt.Sprintf("registered %d (at most %d at once), complete profiles %d, UDP drops %.0f, heartbeat drops %d, ran un-hooked at some point %d, failed %d, grants %.0f; %v",
+			registered, maxRegistered, sharing, udpDrops, hbDrops, unhooked, failed, grants, took.Round(time.Second)))
+}
