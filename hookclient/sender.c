@@ -33,6 +33,11 @@
 #define POLL_MEASURE_NS 100000 /* events pending on the device */
 #define BATCH 64
 #define REG_RETRY_MIN_MS 1000
+/* After losing the scheduler, the first retry goes this soon, then the
+ * wait doubles up to REG_RETRY_MAX_MS: a restarted daemon is back within
+ * a few hundred milliseconds, and every second un-hooked is a second the
+ * high-priority service is unprotected. */
+#define REG_RETRY_LOST_MS 100
 #define REG_RETRY_MAX_MS 30000
 
 fk_ring fk_q; /* launching threads → sender */
@@ -169,8 +174,8 @@ void fk_sched_lost(const char *why)
 			continue;
 		fk_task_set_unreachable(t);
 		pthread_mutex_lock(&t->mu);
-		if (t->reg_backoff_ms < REG_RETRY_MIN_MS)
-			t->reg_backoff_ms = REG_RETRY_MIN_MS;
+		if (t->reg_backoff_ms < REG_RETRY_LOST_MS)
+			t->reg_backoff_ms = REG_RETRY_LOST_MS;
 		t->reg_next_ns = now + (uint64_t)t->reg_backoff_ms * 1000000u;
 		pthread_mutex_unlock(&t->mu);
 	}
@@ -405,7 +410,7 @@ static void timers(uint64_t now)
 		} else if (st == FK_ST_UNREACHABLE && now >= t->reg_next_ns) {
 			due = 1;
 			fresh = 0;
-			t->reg_backoff_ms = t->reg_backoff_ms ? t->reg_backoff_ms * 2 : REG_RETRY_MIN_MS;
+			t->reg_backoff_ms = t->reg_backoff_ms ? t->reg_backoff_ms * 2 : REG_RETRY_LOST_MS;
 			if (t->reg_backoff_ms > REG_RETRY_MAX_MS)
 				t->reg_backoff_ms = REG_RETRY_MAX_MS;
 			t->reg_next_ns = now + (uint64_t)t->reg_backoff_ms * 1000000u;

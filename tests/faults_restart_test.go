@@ -82,7 +82,7 @@ func TestFaultDaemonRestarts(t *testing.T) {
 	// stops making runs.
 	var ratios []float64
 	var reregs, catchUps []time.Duration
-	hung, starved := 0, 0
+	hung, late, starved := 0, 0, 0
 	for c := 1; c <= sc.restarts; c++ {
 		before := schedulingIn(t, d, lproc, sc.restartMeasureFor)
 		d.stop(t)
@@ -92,9 +92,23 @@ func TestFaultDaemonRestarts(t *testing.T) {
 			t.Fatalf("restart %d: the services did not re-register", c)
 		}
 		reregs = append(reregs, time.Since(restarted))
-		if !waitFor(8*time.Second, onTime) {
-			hung++
-			t.Errorf("restart %d: the high-priority service did not catch up (hung launch?)", c)
+		// Through the outage both services ran un-hooked (fail open), as
+		// under default sharing, and the open-loop high-priority service
+		// fell behind; back to back it catches up by about 35 runs a
+		// second, so a long outage takes a while to work off.
+		if !waitFor(catchUpMax, onTime) {
+			// Behind (its backlog from the outage) or hung (no progress).
+			n0 := len(parseRuns(t, hproc.Stdout()))
+			time.Sleep(time.Second)
+			ran := len(parseRuns(t, hproc.Stdout())) - n0
+			if ran == 0 {
+				hung++
+			} else {
+				late++
+			}
+			runs := parseRuns(t, hproc.Stdout())
+			t.Errorf("restart %d: the high-priority service was not on time again within %v (%d runs in the last second, p50 JCT of the last 100 %s)",
+				c, catchUpMax, ran, ms(p50(jcts(runs[max(0, len(runs)-100):]))))
 			continue
 		}
 		catchUps = append(catchUps, time.Since(restarted))
@@ -104,8 +118,10 @@ func TestFaultDaemonRestarts(t *testing.T) {
 		}
 		ratio := float64(after.Grants) / max(1, float64(before.Grants))
 		ratios = append(ratios, ratio)
-		t.Logf("restart %2d: in %v beside the on-time high-priority service: before %+v, after %+v (grants %.2fx; re-registered after %v, on time after %v)",
-			c, sc.restartMeasureFor, before, after, ratio, reregs[len(reregs)-1].Round(time.Millisecond), catchUps[len(catchUps)-1].Round(time.Millisecond))
+		hr := parseRuns(t, hproc.Stdout())
+		t.Logf("restart %2d: in %v beside the on-time high-priority service: before %+v, after %+v (grants %.2fx; re-registered after %v, on time after %v; HP p50 JCT of its last 100 runs %s)",
+			c, sc.restartMeasureFor, before, after, ratio, reregs[len(reregs)-1].Round(time.Millisecond), catchUps[len(catchUps)-1].Round(time.Millisecond),
+			ms(p50(jcts(hr[max(0, len(hr)-100):]))))
 		// The restarted daemon keeps scheduling: windows open in the
 		// high-priority service's gaps and the low-priority service gets
 		// grants. Under `make test` (other packages beside it) loosely;
@@ -129,9 +145,13 @@ func TestFaultDaemonRestarts(t *testing.T) {
 		lo, med = ratios[0], ratios[len(ratios)/2]
 	}
 	faultReport(t, "daemon restart (SIGTERM, start) under HP every 5 ms + LP", fmt.Sprintf("%d restarts", sc.restarts), verdict(t),
-		fmt.Sprintf("LP grants after/before: min %.2f, median %.2f; restarts starving the LP: %d; hung services: %d; re-registered within %v, HP on time within %v",
-			lo, med, starved, hung, maxDur(reregs).Round(time.Millisecond), maxDur(catchUps).Round(time.Millisecond)))
+		fmt.Sprintf("LP grants after/before: min %.2f, median %.2f; restarts starving the LP: %d; hung services: %d; HP late after %v: %d; re-registered within %v, HP on time within %v",
+			lo, med, starved, hung, catchUpMax, late, maxDur(reregs).Round(time.Millisecond), maxDur(catchUps).Round(time.Millisecond)))
 }
+
+// catchUpMax bounds the wait for the high-priority service to be on time
+// again after a restart.
+const catchUpMax = 20 * time.Second
 
 func maxDur(ds []time.Duration) time.Duration {
 	var m time.Duration
