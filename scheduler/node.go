@@ -210,12 +210,19 @@ func (n *Node) remove(t *task) {
 	n.schedule(g)
 }
 
+// wants reports whether t wants the GPU: it launched within the holder TTL,
+// or a launch of it waits in the queues (a task held for long launches
+// nothing, yet it is not idle).
+func (n *Node) wants(t *task) bool {
+	return n.now-t.lastActive <= n.cfg.HolderTTL || t.gpu.queued(t)
+}
+
 // electHolders recomputes the holders of g and tells every task whose role
 // changed (except `quiet`, which learns its role from its Ack).
 func (n *Node) electHolders(g *gpu, quiet *task) {
 	best := uint8(10)
 	for _, t := range g.tasks {
-		if n.now-t.lastActive <= n.cfg.HolderTTL && t.prio < best {
+		if n.wants(t) && t.prio < best {
 			best = t.prio
 		}
 	}
@@ -227,10 +234,13 @@ func (n *Node) electHolders(g *gpu, quiet *task) {
 		}
 	}
 	// A task profiling at the best priority holds alone, so its measurements
-	// are clean (the paper measures a task with the GPU to itself).
+	// are clean (the paper measures a task with the GPU to itself). One
+	// held behind another counts though its last launch is old: else, with
+	// none launching lately, every task of that priority held at once and
+	// their runs overlapped (64 clients: profiles never completed).
 	var alone *task
 	for _, t := range g.tasks {
-		if t.prio == best && t.phase == PhaseProfiling && n.now-t.lastActive <= n.cfg.HolderTTL {
+		if t.prio == best && t.phase == PhaseProfiling && n.wants(t) {
 			alone = t
 			break
 		}
@@ -323,7 +333,7 @@ func (n *Node) holdersExpired(g *gpu) bool {
 	for _, t := range g.tasks {
 		if t.role == RoleHolder && n.now-t.lastActive > n.cfg.HolderTTL {
 			for _, o := range g.tasks {
-				if o.role == RoleWaiter && n.now-o.lastActive <= n.cfg.HolderTTL {
+				if o.role == RoleWaiter && n.wants(o) {
 					return true
 				}
 			}

@@ -139,6 +139,16 @@ func (g *gpu) removeTask(t *task) {
 	}
 }
 
+// queued reports whether t has a request waiting in g's queues.
+func (g *gpu) queued(t *task) bool {
+	for _, r := range g.queues[t.prio] {
+		if r.t == t {
+			return true
+		}
+	}
+	return false
+}
+
 func (g *gpu) waiting() int {
 	n := 0
 	for p := range g.queues {

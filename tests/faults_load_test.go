@@ -7,6 +7,7 @@ package tests
 // register, profile and be scheduled, and nothing may be dropped.
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -24,7 +25,7 @@ func TestFaultManyClients(t *testing.T) {
 	maddr := freeTCPAddr(t)
 	// At the default log level: logging every decision (debug) for 64
 	// clients would be most of the daemon's work.
-	d := startServe(t, dir, "", "--profile-runs", "10", "--metrics-listen", maddr, "--log-level", "info")
+	d := startServe(t, dir, "", "--profile-runs", "10", "--metrics-listen", maddr, "--log-level", cmp.Or(os.Getenv("FIKIT_FAULTS_LOG_LEVEL"), "info"))
 	env := simgpuEnv(t, uniqueShm(t))
 	m0 := metrics(t, maddr)
 
@@ -53,6 +54,20 @@ func TestFaultManyClients(t *testing.T) {
 		return k
 	}
 	waitFor(30*time.Second, func() bool { return registeredNow() == n })
+	// Debugging aids: FIKIT_FAULTS_STATUS_LOG collects `fikit status` every
+	// 3 s, FIKIT_FAULTS_DAEMON_LOG keeps the daemon's log,
+	// FIKIT_FAULTS_LOG_LEVEL sets its level.
+	if path := os.Getenv("FIKIT_FAULTS_STATUS_LOG"); path != "" {
+		go func() {
+			for i := 0; i < 30; i++ {
+				time.Sleep(3 * time.Second)
+				r := runCmd(t, 10*time.Second, nil, fikit, "status", "--data-dir", dir)
+				f, _ := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+				fmt.Fprintf(f, "=== %v\n%s\n", time.Since(start).Round(time.Second), r.Stdout)
+				f.Close()
+			}
+		}()
+	}
 	failed, unhooked := 0, 0
 	for i, p := range procs {
 		r := p.Wait(5 * time.Minute)
