@@ -1,3 +1,5 @@
+//go:build linux
+
 package store_test
 
 import (
@@ -50,59 +52,21 @@ func TestBadgerDirRemoved(t *testing.T) {
 	t.Logf("Close: %v", err)
 }
 
-// mountTmpfs mounts a tmpfs of size bytes at a new directory (root only).
-func mountTmpfs(t *testing.T, size int64) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a tmpfs")
-	}
-	dir := filepath.Join(t.TempDir(), "mnt")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("mount tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
-	return dir
-}
-
-// fill writes a file into dir until at most leave bytes are free.
-func fill(t *testing.T, dir string, leave int64) string {
-	t.Helper()
-	var st statfsT
-	if err := statfs(dir, &st); err != nil {
-		t.Fatal(err)
-	}
-	free := int64(st.Bavail) * int64(st.Bsize)
-	path := filepath.Join(dir, "filler")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	buf := make([]byte, 1<<20)
-	for left := free - leave; left > 0; left -= int64(len(buf)) {
-		n := min(left, int64(len(buf)))
-		if _, err := f.Write(buf[:n]); err != nil {
-			break // full: as intended
-		}
-	}
-	return path
-}
-
 // TestBadgerDiskFull: a data directory that fills up while the store runs.
 // Badger writes through mmap, so a full tmpfs used to kill the process with
 // SIGBUS; now Put refuses with ErrNoSpace before touching Badger, and
 // succeeds again once there is room.
 func TestBadgerDiskFull(t *testing.T) {
-	dir := mountTmpfs(t, 96<<20)
+	dir := storetest.Tmpfs(t, 96<<20)
 	db := filepath.Join(dir, "db")
 	b := openBadger(t, db)
 	if err := b.Put(storetest.Profile("a", "GPU", 1, 3)); err != nil {
 		t.Fatal(err)
 	}
-	filler := fill(t, dir, 0)
+	filler, err := storetest.Fill(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i < 50; i++ { // enough to touch fresh pages of the mapped WAL
 		err := b.Put(storetest.Profile(fmt.Sprintf("k%d", i), "GPU", uint64(i), 200))
 		if !errors.Is(err, store.ErrNoSpace) {
@@ -126,7 +90,7 @@ func TestBadgerDiskFull(t *testing.T) {
 // TestBadgerOpenTooSmall: a data directory without room for Badger's files
 // is refused with ErrNoSpace (it used to SIGBUS every later open).
 func TestBadgerOpenTooSmall(t *testing.T) {
-	dir := mountTmpfs(t, 2<<20)
+	dir := storetest.Tmpfs(t, 2<<20)
 	_, err := store.OpenBadger(filepath.Join(dir, "db"), &store.BadgerOptions{Logger: quietLogger()})
 	if !errors.Is(err, store.ErrNoSpace) {
 		t.Fatalf("open on a 2 MiB file system: %v, want ErrNoSpace", err)

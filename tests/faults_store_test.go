@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/fikit/fikit/store/storetest"
 )
 
 // crashSigns are what a Go runtime crash leaves in the log.
@@ -47,8 +47,9 @@ func TestFaultStore(t *testing.T) {
 			}
 			return nil
 		}},
-		{"full", true, func(t *testing.T) string { return filepath.Join(tmpfs(t, 64<<20), "data") }, func(t *testing.T, dir string) error {
-			return fillFS(filepath.Dir(dir))
+		{"full", true, func(t *testing.T) string { return filepath.Join(storetest.Tmpfs(t, 64<<20), "data") }, func(t *testing.T, dir string) error {
+			_, err := storetest.Fill(filepath.Dir(dir), 0)
+			return err
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,9 +112,9 @@ func TestFaultStore(t *testing.T) {
 		if os.Geteuid() != 0 {
 			t.Skip("needs root")
 		}
-		dir := filepath.Join(tmpfs(t, 64<<20), "data")
+		dir := filepath.Join(storetest.Tmpfs(t, 64<<20), "data")
 		startServe(t, dir, "").stop(t)
-		if err := fillFS(filepath.Dir(dir)); err != nil {
+		if _, err := storetest.Fill(filepath.Dir(dir), 0); err != nil {
 			t.Skip(err)
 		}
 		fikit := requireBins(t, "fikit")[0]
@@ -137,40 +138,3 @@ func TestFaultStore(t *testing.T) {
 
 // dataDirIn is a data directory in a fresh temporary directory.
 func dataDirIn(t *testing.T) string { return filepath.Join(t.TempDir(), "data") }
-
-// tmpfs mounts a tmpfs of size bytes and returns its directory.
-func tmpfs(t *testing.T, size int64) string {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "mnt")
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%d", size), "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("mount tmpfs: %v: %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
-	return dir
-}
-
-// fillFS writes a file into dir until its file system is full.
-func fillFS(dir string) error {
-	f, err := os.Create(filepath.Join(dir, "filler"))
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	buf := make([]byte, 1<<20)
-	for {
-		if _, err := f.Write(buf); err != nil {
-			break
-		}
-	}
-	var st unix.Statfs_t
-	if err := unix.Statfs(dir, &st); err != nil {
-		return err
-	}
-	if st.Bavail > 1 {
-		return fmt.Errorf("%d blocks still free", st.Bavail)
-	}
-	return nil
-}
