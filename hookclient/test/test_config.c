@@ -44,7 +44,7 @@ int main(int argc, char **argv)
 
 	load(&c, 0, NULL);
 	CHECK(!strcmp(c.host, "127.0.0.1") && c.port == 7070 && c.priority == 5 && !c.disabled &&
-		      c.log_level == FK_LOG_WARN && c.grant_timeout_ms == 200 && c.connect_timeout_ms == 100 &&
+		      c.log_level == FK_LOG_WARN && c.grant_timeout_ms == 200 && c.connect_timeout_ms == 1000 &&
 		      !c.task_key_set && nreports == 0,
 	      "defaults");
 
@@ -87,7 +87,7 @@ int main(int argc, char **argv)
 		CHECK(found == 1, "%s reported %d times", vars[i], found);
 	}
 	CHECK(!strcmp(c.host, "127.0.0.1") && c.port == 7070 && c.priority == 5 && c.log_level == FK_LOG_WARN &&
-		      !c.disabled && c.grant_timeout_ms == 200 && c.connect_timeout_ms == 100,
+		      !c.disabled && c.grant_timeout_ms == 200 && c.connect_timeout_ms == 1000,
 	      "defaults not kept after bad values");
 
 	const char *const more_bad[][2] = {{"FIKIT_SCHEDULER", "host:0"}, {"FIKIT_PRIORITY", "5x"},
