@@ -112,57 +112,82 @@ func TestReplayMatchesAnalytic(t *testing.T) {
 		name  string
 		cpuNs int64
 	}{{"h100/resnet50_4_fwd", 5000}, {"h100/bert_2_fwd", 20000}} {
-		dev := &fakeDevice{latencyNs: 4000}
-		out, err := runFake(t, dev, "--trace", tc.name, "--runs", "5", "--warmup", "1",
-			"--cpu-ns", fmt.Sprint(tc.cpuNs), "--json", "-q")
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr, _ := trace.Embedded(tc.name)
-		n := len(tr.Kernels)
-		if len(dev.launches) != 6*n || dev.syncs != 6 || !dev.closed {
-			t.Fatalf("%s: %d launches, %d syncs, closed %v", tc.name, len(dev.launches), dev.syncs, dev.closed)
-		}
-		for i, l := range dev.launches {
-			k := tr.Kernels[i%n]
-			if dev.entries[l.fn] != kernelid.ReplayEntryName(k.Name) || l.durNs != uint64(k.DurationNs) ||
-				l.grid != k.Grid || l.block != k.Block {
-				t.Fatalf("%s: launch %d = %+v, kernel %+v", tc.name, i, l, k)
+		// Timing (launch spacing, JCT) is judged on wall clock: a loaded
+		// machine (the other packages of make test) may delay one replay,
+		// so it is replayed again, at most twice; a replayer that paces
+		// wrong is wrong every time.
+		for attempt := 1; ; attempt++ {
+			late := replayAgainstAnalytic(t, tc.name, tc.cpuNs)
+			if late == "" {
+				break
 			}
-		}
-		j := parseJSON(t, out)
-		if len(j.runs) != 5 || j.summary.Runs != 5 {
-			t.Fatalf("%s: %d run lines, summary %+v", tc.name, len(j.runs), j.summary)
-		}
-		// Launch i of a run is due i+1 host times after the run's start, later
-		// only when an earlier launch came late; on a quiet machine launches are
-		// exactly the host time apart: check the median spacing.
-		var gaps []int64
-		for r, run := range j.runs {
-			for i := 0; i < n; i++ {
-				l := dev.launches[(r+1)*n+i]
-				if d := l.callNs - run.StartNs; d < int64(i+1)*tc.cpuNs {
-					t.Fatalf("%s: run %d launch %d only %d ns after the run's start", tc.name, r, i, d)
-				}
-				if i > 0 {
-					gaps = append(gaps, l.callNs-dev.launches[(r+1)*n+i-1].callNs)
-				}
+			if attempt == 3 {
+				t.Errorf("%s (3 attempts): %s", tc.name, late)
+				break
 			}
-		}
-		slices.Sort(gaps)
-		if m := gaps[len(gaps)/2]; m > tc.cpuNs+2000 {
-			t.Errorf("%s: median launch spacing %d ns for %d ns host time", tc.name, m, tc.cpuNs)
-		}
-		for i, r := range j.runs {
-			if r.Run != i || r.Kernels != n || r.WaitNs != nil || i > 0 && r.StartNs <= j.runs[i-1].StartNs+j.runs[i-1].JCTNs {
-				t.Errorf("%s: run line %+v", tc.name, r)
-			}
-		}
-		want := trace.AnalyticJCT(tr, tc.cpuNs, 4000).JCTNs
-		if p50 := j.summary.P50Ns; p50 < want || float64(p50) > 1.25*float64(want) {
-			t.Errorf("%s: p50 %d ns, analytic %d ns", tc.name, p50, want)
+			t.Logf("%s: %s; replaying again", tc.name, late)
 		}
 	}
+}
+
+// replayAgainstAnalytic replays trace name on the fake fifo device and
+// checks it: structure fatally, timing by returning what was late ("" if
+// nothing).
+func replayAgainstAnalytic(t *testing.T, name string, cpuNs int64) string {
+	dev := &fakeDevice{latencyNs: 4000}
+	out, err := runFake(t, dev, "--trace", name, "--runs", "5", "--warmup", "1",
+		"--cpu-ns", fmt.Sprint(cpuNs), "--json", "-q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _ := trace.Embedded(name)
+	n := len(tr.Kernels)
+	if len(dev.launches) != 6*n || dev.syncs != 6 || !dev.closed {
+		t.Fatalf("%s: %d launches, %d syncs, closed %v", name, len(dev.launches), dev.syncs, dev.closed)
+	}
+	for i, l := range dev.launches {
+		k := tr.Kernels[i%n]
+		if dev.entries[l.fn] != kernelid.ReplayEntryName(k.Name) || l.durNs != uint64(k.DurationNs) ||
+			l.grid != k.Grid || l.block != k.Block {
+			t.Fatalf("%s: launch %d = %+v, kernel %+v", name, i, l, k)
+		}
+	}
+	j := parseJSON(t, out)
+	if len(j.runs) != 5 || j.summary.Runs != 5 {
+		t.Fatalf("%s: %d run lines, summary %+v", name, len(j.runs), j.summary)
+	}
+	// Launch i of a run is due i+1 host times after the run's start, later
+	// only when an earlier launch came late; on a quiet machine launches are
+	// exactly the host time apart: check the median spacing.
+	var gaps []int64
+	for r, run := range j.runs {
+		for i := 0; i < n; i++ {
+			l := dev.launches[(r+1)*n+i]
+			if d := l.callNs - run.StartNs; d < int64(i+1)*cpuNs {
+				t.Fatalf("%s: run %d launch %d only %d ns after the run's start", name, r, i, d)
+			}
+			if i > 0 {
+				gaps = append(gaps, l.callNs-dev.launches[(r+1)*n+i-1].callNs)
+			}
+		}
+	}
+	slices.Sort(gaps)
+	var late string
+	if m := gaps[len(gaps)/2]; m > cpuNs+2000 {
+		late = fmt.Sprintf("median launch spacing %d ns for %d ns host time; ", m, cpuNs)
+	}
+	for i, r := range j.runs {
+		if r.Run != i || r.Kernels != n || r.WaitNs != nil || i > 0 && r.StartNs <= j.runs[i-1].StartNs+j.runs[i-1].JCTNs {
+			t.Errorf("%s: run line %+v", name, r)
+		}
+	}
+	want := trace.AnalyticJCT(tr, cpuNs, 4000).JCTNs
+	if p50 := j.summary.P50Ns; p50 < want {
+		t.Errorf("%s: p50 %d ns, below the analytic %d ns", name, p50, want)
+	} else if float64(p50) > 1.25*float64(want) {
+		late += fmt.Sprintf("p50 %d ns, analytic %d ns", p50, want)
+	}
+	return late
 }
 
 // TestReplayOwnHostTimes: a trace with host times is paced by them unless
