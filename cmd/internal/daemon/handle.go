@@ -163,11 +163,11 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 	if model == "" {
 		model = "unknown-gpu"
 	}
-	prof := s.lookupProfile(model, m.TaskKey, src)
 	gpu := hex.EncodeToString(m.DeviceUUID[:])
-	if s.reacknowledge(src, gpu, m.Seq) {
+	if s.reacknowledge(src, gpu, m.Seq, now) {
 		return
 	}
+	prof := s.lookupProfile(model, m.TaskKey, src)
 	s.replaceOlder(src, gpu, now)
 	id := scheduler.TaskID(s.nextID)
 	s.nextID++
@@ -194,8 +194,8 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 // registered with (same socket, GPU and seq): the hook sent it again because
 // the answer was late (a daemon waiting for a CPU). It gets the same ack
 // again, and no second registration. It reports whether there was such a
-// task.
-func (s *Server) reacknowledge(src netip.AddrPort, gpu string, seq uint32) bool {
+// task. The copy is a sign of life, as a heartbeat.
+func (s *Server) reacknowledge(src netip.AddrPort, gpu string, seq uint32, now int64) bool {
 	for id, ta := range s.tasks {
 		if ta.ctrl != src || ta.gpu != gpu || ta.regSeq != seq {
 			continue
@@ -206,6 +206,7 @@ func (s *Server) reacknowledge(src netip.AddrPort, gpu string, seq uint32) bool 
 				s.send(src, &udp.RegisterAck{Seq: seq, TaskID: uint32(id), Role: wireRole(ti.Role), Phase: wirePhase(ti.Phase),
 					ProfileRuns: uint32(cfg.ProfileRuns), HeartbeatMS: uint32(cfg.HeartbeatInterval / 1e6)})
 				s.log.Debug("register again: same ack", "task", id, "seq", seq)
+				s.step(scheduler.Heartbeat{Now: now, Task: id}, src)
 				return true
 			}
 		}
