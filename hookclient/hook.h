@@ -159,6 +159,8 @@ typedef struct fk_task {
 	uint64_t reg_next_ns;     /* sender: next background attempt */
 	uint32_t reg_backoff_ms;  /* sender: background retry interval */
 	atomic_int partial_run;   /* activated mid-run: do not report that run */
+	atomic_uint reg_gen;      /* acks received: tells a registration from the one before
+				   * (task IDs restart at 1 with each daemon) */
 	atomic_int rereg;         /* register again (waiter timeout, Error unknown task) */
 	/* sender-only */
 	uint32_t heartbeat_ms;

@@ -76,7 +76,7 @@ static void out_flush(void)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0 && errno == ECONNREFUSED)
-			fk_sched_lost("connection refused");
+			fk_sched_lost("connection refused on send");
 		/* EAGAIN (socket buffer full) or an error: drop the rest, the
 		 * daemon sees the gap in seq. Never block here. */
 		break;
@@ -252,6 +252,13 @@ static void on_register_ack(const fk_msg_in *m)
 		t->run = 1;
 		t->reg_backoff_ms = 0;
 		t->reg_sent_ns = 0; /* answered: a new Error(unknown task) re-registers at once */
+		/* A daemon that answers is no reason to pass launches through: a
+		 * request the previous daemon never answered (it was stopped) left
+		 * a fail-open back-off of a second or more, which after a restart
+		 * let a waiter's launches run ungated beside the holder. */
+		atomic_store(&t->backoff_until_ns, 0);
+		atomic_store(&t->backoff_ms, 0);
+		atomic_fetch_add(&t->reg_gen, 1);
 		/* Errors about the old registration that came before this ack asked
 		 * for the registration this ack answers: a request left from them
 		 * would register the task yet again. */
@@ -318,7 +325,7 @@ static int receive_all(void)
 		ssize_t r = recv(ctl, buf, sizeof buf, MSG_DONTWAIT);
 		if (r < 0) {
 			if (errno == ECONNREFUSED) {
-				fk_sched_lost("connection refused");
+				fk_sched_lost("connection refused on receive");
 				continue; /* the error is reported once; keep reading */
 			}
 			return n;

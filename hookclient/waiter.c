@@ -50,8 +50,16 @@ static int thread_socket(void)
 	return tl_fd;
 }
 
-static void fail_open(fk_task *t, const char *why)
+static void fail_open(fk_task *t, unsigned gen, const char *why)
 {
+	if (atomic_load(&t->reg_gen) != gen) {
+		/* The task registered anew while this request waited: it went to
+		 * a daemon that is gone. This launch goes ahead, the next asks the
+		 * new daemon; no back-off (after a restart it let the task's
+		 * launches run ungated for a second beside the holder). */
+		fk_log(FK_LOG_DEBUG, "%s (the request was to a previous registration)", why);
+		return;
+	}
 	if (atomic_load(&t->state) != FK_ST_ACTIVE) {
 		/* The scheduler was found gone meanwhile: that outage was warned
 		 * about, and the sender re-registers when it is back. */
@@ -76,6 +84,16 @@ static void fail_open(fk_task *t, const char *why)
 		fk_task_reregister(t);
 }
 
+/* lost reports the scheduler gone, as a request under registration gen found
+ * it (connection refused), unless the task has registered anew since: the
+ * refusal then came from the daemon that was gone, and marking the new
+ * registration lost would run the task un-hooked until its next one. */
+static void lost(fk_task *t, unsigned gen)
+{
+	if (atomic_load(&t->reg_gen) == gen)
+		fk_sched_lost("connection refused to a launch request");
+}
+
 void fk_waiter_request(fk_task *t, uint32_t seq, uint64_t kid)
 {
 	int fd = thread_socket();
@@ -85,11 +103,12 @@ void fk_waiter_request(fk_task *t, uint32_t seq, uint64_t kid)
 	ssize_t r;
 	while (recv(fd, buf, sizeof buf, MSG_DONTWAIT) > 0)
 		; /* late answers to requests that already failed open */
+	unsigned gen = atomic_load(&t->reg_gen);
 	uint32_t id = atomic_load(&t->task_id);
 	size_t len = fk_enc_launch(buf, sizeof buf, FK_MSG_LAUNCH_REQUEST, id, seq, kid);
 	if (send(fd, buf, len, 0) < 0) {
 		if (errno == ECONNREFUSED)
-			fk_sched_lost("connection refused");
+			lost(t, gen);
 		return;
 	}
 	const uint64_t wait_ns = (uint64_t)fk_cfg.grant_timeout_ms * 1000000u;
@@ -97,7 +116,7 @@ void fk_waiter_request(fk_task *t, uint32_t seq, uint64_t kid)
 	for (;;) {
 		uint64_t now = fk_now_ns();
 		if (now >= deadline) {
-			fail_open(t, "no grant from the scheduler in time");
+			fail_open(t, gen, "no grant from the scheduler in time");
 			return;
 		}
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
@@ -108,7 +127,7 @@ void fk_waiter_request(fk_task *t, uint32_t seq, uint64_t kid)
 		r = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
 		if (r < 0) {
 			if (errno == ECONNREFUSED) {
-				fk_sched_lost("connection refused");
+				lost(t, gen);
 				return;
 			}
 			continue;
