@@ -204,27 +204,52 @@ func TestReplayOwnHostTimes(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	dev := &fakeDevice{}
-	out, err := runFake(t, dev, "--trace", p, "--runs", "1", "--pre-ns", "300000", "--json", "-q")
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := parseJSON(t, out).runs[0].StartNs
-	want := []int64{330_000, 530_000, 580_000, 980_000}
-	for i, l := range dev.launches {
-		if d := l.callNs - start; d < want[i] || d > want[i]+150_000 {
-			t.Errorf("launch %d at +%d ns, want +%d", i, d, want[i])
+	// Paced on wall clock: a loaded machine (the other packages of make
+	// test) may preempt a launch past the margin, so the replay is judged
+	// on up to three attempts; a replayer that paces wrong is wrong every
+	// time.
+	var dev *fakeDevice
+	for attempt := 1; ; attempt++ {
+		dev = &fakeDevice{}
+		out, err := runFake(t, dev, "--trace", p, "--runs", "1", "--pre-ns", "300000", "--json", "-q")
+		if err != nil {
+			t.Fatal(err)
 		}
+		start := parseJSON(t, out).runs[0].StartNs
+		want := []int64{330_000, 530_000, 580_000, 980_000}
+		var late []string
+		for i, l := range dev.launches {
+			if d := l.callNs - start; d < want[i] {
+				t.Errorf("launch %d at +%d ns, before +%d", i, d, want[i])
+			} else if d > want[i]+150_000 {
+				late = append(late, fmt.Sprintf("launch %d at +%d ns, want +%d", i, d, want[i]))
+			}
+		}
+		if len(late) == 0 {
+			break
+		}
+		if attempt == 3 {
+			t.Errorf("3 attempts, the last: %s", strings.Join(late, "; "))
+			break
+		}
+		t.Logf("attempt %d: %s; replaying again", attempt, strings.Join(late, "; "))
 	}
 	if len(dev.entries) != 2 {
 		t.Errorf("entries %v", dev.entries)
 	}
-	dev = &fakeDevice{}
-	if _, err := runFake(t, dev, "--trace", p, "--runs", "1", "--cpu-ns", "0", "-q"); err != nil {
-		t.Fatal(err)
-	}
-	if d := dev.launches[3].callNs - dev.launches[0].callNs; d > 100_000 {
-		t.Errorf("--cpu-ns 0: launches spread over %d ns", d)
+	for attempt := 1; ; attempt++ {
+		dev = &fakeDevice{}
+		if _, err := runFake(t, dev, "--trace", p, "--runs", "1", "--cpu-ns", "0", "-q"); err != nil {
+			t.Fatal(err)
+		}
+		d := dev.launches[3].callNs - dev.launches[0].callNs
+		if d <= 100_000 {
+			break
+		}
+		if attempt == 3 {
+			t.Errorf("--cpu-ns 0: launches spread over %d ns (3 attempts)", d)
+			break
+		}
 	}
 }
 
