@@ -63,19 +63,26 @@ func TestFaultStore(t *testing.T) {
 				t.Skip(err)
 			}
 			// The service profiles (its profile cannot be written) and runs
-			// to the end.
+			// to the end; it serves again (at most 3 times) until its
+			// profile is due to be written: on a loaded host the hook
+			// withholds runs measured with a stalled launch call.
 			s := replaySpec{trace: "h100/mobilenet_4_fwd", cpuNs: 5000, prio: 0, key: "store-" + tc.name, sched: d.addr, hooked: true, runs: 40}
 			cmd, args := s.command(t)
 			env := simgpuEnv(t, uniqueShm(t))
-			r := runCmd(t, 2*time.Minute, env, cmd, args...)
-			if r.ExitCode != 0 || len(parseRuns(t, r.Stdout)) != s.runs {
-				t.Errorf("the hooked service did not run to its end: %s", r)
-			}
+			var r cmdResult
 			var m map[string]float64
-			waitFor(5*time.Second, func() bool {
-				m = metrics(t, maddr)
-				return m["fikit_store_errors_total"] > 0
-			})
+			for replay := 1; replay <= 3; replay++ {
+				r = runCmd(t, 2*time.Minute, env, cmd, args...)
+				if r.ExitCode != 0 || len(parseRuns(t, r.Stdout)) != s.runs {
+					t.Errorf("the hooked service did not run to its end: %s", r)
+				}
+				if waitFor(3*time.Second, func() bool {
+					m = metrics(t, maddr)
+					return m["fikit_store_errors_total"] > 0
+				}) {
+					break
+				}
+			}
 			if m["fikit_store_errors_total"] == 0 || m["fikit_profiles_unsaved"] == 0 {
 				t.Errorf("no refused profile write counted: store errors %v, unsaved %v", m["fikit_store_errors_total"], m["fikit_profiles_unsaved"])
 			}
