@@ -59,20 +59,8 @@ func TestFaultManyClients(t *testing.T) {
 		return k
 	}
 	waitFor(30*time.Second, func() bool { return registeredNow() == n })
-	// Debugging aids: FIKIT_FAULTS_STATUS_LOG collects `fikit status` every
-	// 3 s, FIKIT_FAULTS_DAEMON_LOG keeps the daemon's log,
+	// Debugging aids: FIKIT_FAULTS_DAEMON_LOG keeps the daemon's log,
 	// FIKIT_FAULTS_LOG_LEVEL sets its level.
-	if path := os.Getenv("FIKIT_FAULTS_STATUS_LOG"); path != "" {
-		go func() {
-			for i := 0; i < 30; i++ {
-				time.Sleep(3 * time.Second)
-				r := runCmd(t, 10*time.Second, nil, fikit, "status", "--data-dir", dir)
-				f, _ := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-				fmt.Fprintf(f, "=== %v\n%s\n", time.Since(start).Round(time.Second), r.Stdout)
-				f.Close()
-			}
-		}()
-	}
 	// A client whose profile is not complete when its runs are done serves
 	// again (a service keeps serving): with the GPU about busy, a
 	// low-priority task's profiling runs are mostly discarded (another
