@@ -9,6 +9,7 @@ package tests
 // anything fikit reports about itself.
 
 import (
+	"cmp"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -23,6 +24,9 @@ func TestFikitProtectsHighPriority(t *testing.T) {
 		hpTrace, lpTrace = "h100/resnet50_4_fwd", "h100/bert_2_fwd"
 		hpKey, lpKey     = "e2e-hp", "e2e-lp"
 		hpRuns           = 150
+		// A request every 5 ms, about twice the HP's JCT alone, as in
+		// `fikit demo`.
+		hpInterval = 5 * time.Millisecond
 	)
 	requireBins(t, "fikit", "fikit-replay", "libfikit_hook.so", "simgpu/libcuda.so.1")
 	d := startServe(t, t.TempDir(), "", "--profile-runs", "20")
@@ -37,7 +41,7 @@ func TestFikitProtectsHighPriority(t *testing.T) {
 		profileFully(t, d, env, s)
 	}
 
-	hp.runs, hp.interval = hpRuns, 5*time.Millisecond
+	hp.runs, hp.interval = hpRuns, hpInterval
 	type mode struct {
 		hp, lp []replayRun
 		hpPid  int
@@ -88,14 +92,15 @@ func TestFikitProtectsHighPriority(t *testing.T) {
 	}
 
 	sh, fk := interference(t, shared.hp, alone), interference(t, fikit.hp, alone)
-	_, shFill := lpInsideHP(shared.hp, segs, shared.hpPid)
-	fkLPIn, fkFill := lpInsideHP(fikit.hp, segs, fikit.hpPid)
+	shShare, fkShare := lpInsideHP(shared.hp, segs, shared.hpPid), lpInsideHP(fikit.hp, segs, fikit.hpPid)
 	t.Logf("high priority p50 JCT: alone %s; default sharing %s (%.2fx, host part %.2fx); fikit %s (%.2fx, host part %.2fx)",
 		ms(alone), ms(p50(jcts(shared.hp))), sh.wall, sh.host, ms(p50(jcts(fikit.hp))), fk.wall, fk.host)
 	t.Logf("HP GPU interference (blocked / JCT alone) p50 / p90 / p99: default sharing %.2f%% / %.2f%% / %.2f%%, fikit %.2f%% / %.2f%% / %.2f%%; runs blocked > 25%%: %.0f%% / %.0f%%",
 		sh.p50, sh.p90, sh.p99, fk.p50, fk.p90, fk.p99, sh.over25, fk.over25)
-	t.Logf("low priority runs during the high-priority span: default sharing %d, fikit %d; LP GPU time inside HP runs under fikit %.0f%%; HP idle GPU time filled: %.0f%% / %.0f%%",
-		lpWithin(shared.hp, shared.lp), lpWithin(fikit.hp, fikit.lp), 100*fkLPIn, 100*shFill, 100*fkFill)
+	t.Logf("low priority runs during the high-priority span: default sharing %d, fikit %d; LP GPU time inside HP runs under fikit %.0f%%",
+		lpWithin(shared.hp, shared.lp), lpWithin(fikit.hp, fikit.lp), 100*fkShare.inside)
+	t.Logf("HP idle GPU time filled: default sharing %.0f%%, fikit %.0f%%; time between HP runs %.0f%% / %.0f%% of the span, filled %.0f%% / %.0f%%",
+		100*shShare.fill, 100*fkShare.fill, 100*shShare.room, 100*fkShare.room, 100*shShare.roomFill, 100*fkShare.roomFill)
 
 	// The scheduler, judged by what happened on the device. The bounds hold
 	// with margin on a busy 2-core host (docs/bench.md has today's figures);
@@ -109,29 +114,47 @@ func TestFikitProtectsHighPriority(t *testing.T) {
 	if fk.p50 > sh.p50/4 {
 		t.Errorf("fikit's GPU interference (p50 %.2f%%) is not clearly below default sharing's (%.2f%%)", fk.p50, sh.p50)
 	}
-	// Wall clock only loosely: it mixes in the host's CPU contention, which
-	// comes and goes (the other packages of `make test` run beside this
-	// one). A fikit span that lost to default sharing on wall clock is
-	// measured again, at most twice, after a pause: a scheduler that slows
-	// the service down loses every time, a host that was busy for a moment
-	// does not stay busy.
-	for retry := 1; fk.wall >= 0.85*sh.wall && retry <= wallRetries; retry++ {
-		t.Logf("fikit %.2fx on wall clock (host part %.2fx) vs default sharing %.2fx: measuring fikit again (%d of %d)",
-			fk.wall, fk.host, sh.wall, retry, wallRetries)
-		time.Sleep(wallRetryPause)
+	// Wall clock and the low-priority service's progress only where the
+	// host let them be measured: both mix in the host's CPU contention,
+	// which comes and goes (the other packages of `make test` run beside
+	// this one). A fikit span that lost to default sharing on wall clock,
+	// or in which the host slowed the high-priority runs until they went
+	// back to back (no time between them to fill), is measured again, at
+	// most twice, after a pause: a scheduler that slows the service down or
+	// starves the low-priority one does so every time, a host that was busy
+	// for a moment does not stay busy.
+	for retry := 1; (fk.wall >= 0.85*sh.wall || fkShare.room < minRoom) && retry <= measureRetries; retry++ {
+		t.Logf("fikit %.2fx on wall clock (host part %.2fx) vs default sharing %.2fx, %.0f%% of the span between HP runs: measuring fikit again (%d of %d)",
+			fk.wall, fk.host, sh.wall, 100*fkShare.room, retry, measureRetries)
+		time.Sleep(measureRetryPause)
 		again := run(true, true)
 		fk = interference(t, again.hp, alone)
+		fkShare = lpInsideHP(again.hp, readTimeline(t, tl), again.hpPid)
+		t.Logf("again: fikit %.2fx (host part %.2fx), interference p50 %.2f%%; HP idle GPU time filled %.0f%%, time between HP runs %.0f%% of the span, filled %.0f%%",
+			fk.wall, fk.host, fk.p50, 100*fkShare.fill, 100*fkShare.room, 100*fkShare.roomFill)
 	}
 	if fk.wall >= 0.85*sh.wall {
 		t.Errorf("default sharing (%.2fx) should hurt the high-priority service clearly more than fikit (%.2fx, host part %.2fx)", sh.wall, fk.wall, fk.host)
 	}
-	// The low-priority service's progress is its GPU time in the
-	// high-priority service's idle time; whole runs (a bert run is about
-	// 30 ms of GPU time) are logged, not judged: 0–5 fit in the span.
-	if fkFill < 0.05 {
-		t.Errorf("only %.0f%% of the high-priority idle GPU time was filled", 100*fkFill)
+	// The low-priority service's progress is its GPU time in the time
+	// between high-priority runs (whole runs, about 30 ms of GPU time each,
+	// are logged, not judged). In-run gaps are not judged: they are mostly
+	// shorter than its kernels.
+	switch {
+	case fkShare.room < minRoom:
+		t.Logf("the host kept the high-priority runs back to back in every measurement (%.1f%% of the span between them, want ≥ %.0f%%): the low-priority service's progress is not judged", 100*fkShare.room, 100*minRoom)
+	case fkShare.roomFill < minRoomFill:
+		t.Errorf("only %.0f%% of the time between high-priority runs was filled, want ≥ %.0f%%", 100*fkShare.roomFill, 100*minRoomFill)
 	}
 }
+
+// The low-priority service's progress under fikit: the share of the time
+// between high-priority runs it fills, judged where that time is at least
+// minRoom of the span.
+const (
+	minRoom     = 0.20
+	minRoomFill = 0.20
+)
 
 // Bounds on the high-priority service's GPU interference under fikit: its
 // median run's blocked time in percent of its JCT alone, and the share of
@@ -143,10 +166,11 @@ const (
 )
 
 // How often, and after what pause, a fikit span that lost to default sharing
-// on wall clock is measured again.
+// on wall clock, or left too little time between high-priority runs, is
+// measured again.
 const (
-	wallRetries    = 2
-	wallRetryPause = 3 * time.Second
+	measureRetries    = 2
+	measureRetryPause = 3 * time.Second
 )
 
 // interferenceFigures is a service's slowdown split into the GPU's part and
@@ -243,17 +267,53 @@ func lpWithin(hp, lp []replayRun) int {
 	return n
 }
 
-// lpInsideHP reports, within the high-priority span, the share of the
-// low-priority service's GPU time that fell inside high-priority runs, and
-// the share of the high-priority service's idle GPU time the low-priority
-// service filled. Every other process's kernels in the span are the
+// hpShare is how the low-priority service used the high-priority span on
+// the device. Every other process's kernels in the span are the
 // low-priority service's.
-func lpInsideHP(hp []replayRun, segs []timeline.Record, hpPid int) (inside, fill float64) {
+type hpShare struct {
+	inside float64 // share of the LP's GPU time that fell inside HP runs
+	fill   float64 // share of the HP's idle GPU time the LP filled
+	// room is the share of the span between HP runs: the idle time the
+	// scheduler knows of ahead (in-run gaps are a few µs, shorter than
+	// most LP kernels). A host that slows the HP's runs past its request
+	// interval leaves none: its runs go back to back.
+	room float64
+	// roomFill is the share of the time between HP runs the LP filled.
+	roomFill float64
+}
+
+func lpInsideHP(hp []replayRun, segs []timeline.Record, hpPid int) hpShare {
+	var sh hpShare
 	from, to := span(hp)
 	if to <= from {
-		return 0, 0
+		return sh
 	}
-	var lpTotal, lpIn, hpBusy int64
+	// The stretches between runs, in start order.
+	runs := slices.Clone(hp)
+	slices.SortFunc(runs, func(a, b replayRun) int { return cmp.Compare(a.StartNs, b.StartNs) })
+	var between []timeline.Span
+	var room int64
+	end := runs[0].StartNs
+	for _, r := range runs {
+		if r.StartNs > end {
+			between = append(between, timeline.Span{From: end, To: r.StartNs})
+			room += r.StartNs - end
+		}
+		end = max(end, r.StartNs+r.JCTNs)
+	}
+	overlap := func(a, b int64, spans []timeline.Span) (n int64) {
+		for _, sp := range spans {
+			if x, y := max(a, sp.From), min(b, sp.To); y > x {
+				n += y - x
+			}
+		}
+		return n
+	}
+	inRuns := make([]timeline.Span, len(hp))
+	for i, r := range hp {
+		inRuns[i] = timeline.Span{From: r.StartNs, To: r.StartNs + r.JCTNs}
+	}
+	var lpTotal, lpIn, lpBetween, hpBusy int64
 	for _, s := range segs {
 		a, b := max(s.StartNs, from), min(s.EndNs, to)
 		if b <= a {
@@ -264,18 +324,18 @@ func lpInsideHP(hp []replayRun, segs []timeline.Record, hpPid int) (inside, fill
 			continue
 		}
 		lpTotal += b - a
-		for _, r := range hp {
-			ra, rb := max(a, r.StartNs), min(b, r.StartNs+r.JCTNs)
-			if rb > ra {
-				lpIn += rb - ra
-			}
-		}
+		lpIn += overlap(a, b, inRuns)
+		lpBetween += overlap(a, b, between)
 	}
 	if lpTotal > 0 {
-		inside = float64(lpIn) / float64(lpTotal)
+		sh.inside = float64(lpIn) / float64(lpTotal)
 	}
 	if idle := (to - from) - hpBusy; idle > 0 {
-		fill = float64(lpTotal) / float64(idle)
+		sh.fill = float64(lpTotal) / float64(idle)
 	}
-	return inside, fill
+	sh.room = float64(room) / float64(to-from)
+	if room > 0 {
+		sh.roomFill = float64(lpBetween) / float64(room)
+	}
+	return sh
 }
