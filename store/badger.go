@@ -74,7 +74,8 @@ var _ Store = (*Badger)(nil)
 
 // OpenBadger opens (creating if need be) the profile store in dir. If another
 // process holds the directory, the error wraps ErrLocked; if this process
-// may not use it, os.ErrPermission.
+// may not use it, os.ErrPermission; if other users may write to it,
+// ErrInsecureDir.
 func OpenBadger(dir string, opts *BadgerOptions) (*Badger, error) {
 	logger := slog.Default()
 	closeTimeout := DefaultCloseTimeout
@@ -86,6 +87,9 @@ func OpenBadger(dir string, opts *BadgerOptions) (*Badger, error) {
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm()&0o002 != 0 {
+		return nil, fmt.Errorf("open %s: %w (mode %v): use a directory of its own, e.g. chmod 700", dir, ErrInsecureDir, fi.Mode().Perm())
 	}
 	// Full: Badger would map its files and die of SIGBUS. (A store another
 	// process holds is answered below with ErrLocked, whatever the space.)

@@ -29,6 +29,11 @@ var (
 	// not an error). Nothing is written; a later write may succeed.
 	ErrNoSpace = errors.New("not enough free space for the profile store")
 
+	// ErrInsecureDir is returned by OpenBadger for a directory that other
+	// users may write to: any of them could replace the profiles the
+	// scheduler trusts, or the daemon's socket.
+	ErrInsecureDir = errors.New("profile store directory is writable by other users")
+
 	// ErrUnavailable is returned by a RemoteStore that cannot reach the
 	// daemon's socket.
 	ErrUnavailable = errors.New("profile store daemon unavailable")

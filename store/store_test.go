@@ -231,6 +231,34 @@ func TestBadgerPermission(t *testing.T) {
 	}
 }
 
+// A directory other users may write to is refused before anything is
+// written in it; a directory the store creates is the owner's alone.
+func TestBadgerInsecureDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	if _, err := store.OpenBadger(dir, nil); !errors.Is(err, store.ErrInsecureDir) {
+		t.Fatalf("open of a world-writable directory: %v, want ErrInsecureDir", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("the refused open wrote %d files", len(ents))
+	}
+	// A directory it creates is its owner's alone.
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	b, err := store.OpenBadger(fresh, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if fi, err := os.Stat(fresh); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("a new store directory: %v, %v; want mode 0700", fi.Mode().Perm(), err)
+	}
+}
+
 // recordLevels is a slog handler that remembers the levels it saw.
 type recordLevels struct{ levels *[]slog.Level }
 

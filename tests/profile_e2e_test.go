@@ -6,8 +6,9 @@ package tests
 
 import (
 	"encoding/json"
-	"github.com/fikit/fikit/simgpu/timeline"
+	"io/fs"
 	"math"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fikit/fikit/kernelid"
+	"github.com/fikit/fikit/simgpu/timeline"
 	"github.com/fikit/fikit/simgpu/trace"
 )
 
@@ -63,6 +65,7 @@ func TestProfilePipeline(t *testing.T) {
 	// go unreported (it exits without running the hook's atexit handler).
 	show := profileFully(t, d, env, replaySpec{trace: traceName, runs: 2 * runs, cpuNs: 12000, prio: 0, key: key, sched: d.addr})
 	step("profiled")
+	checkPrivate(t, dataDir)
 	if show.Phase != "sharing" || show.Runs != runs {
 		t.Fatalf("profile phase %q runs %d, want sharing after %d runs", show.Phase, show.Runs, runs)
 	}
@@ -236,4 +239,29 @@ func timelineGaps(t testing.TB, recs []timeline.Record, n int, runs map[int]bool
 		out[ks[i].id] = append(out[ks[i].id], max(0, ks[i+1].start-ks[i].end))
 	}
 	return out
+}
+
+// checkPrivate: what the daemon wrote in its data directory is its owner's
+// alone (task keys are command lines; profiles steer the scheduler), but
+// the admin socket, which its group may use.
+func checkPrivate(t testing.TB, dir string) {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := e.Info()
+		if err != nil || path == dir || fi.Mode().Type() == fs.ModeSocket {
+			return err
+		}
+		n++
+		if fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s has mode %v, want no access for others", path, fi.Mode().Perm())
+		}
+		return nil
+	})
+	if err != nil || n == 0 {
+		t.Errorf("data directory %s: %d files, %v", dir, n, err)
+	}
 }

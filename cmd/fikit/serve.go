@@ -29,7 +29,8 @@ func serveCommand() *cli.Command {
 			"schedules their kernels by priority, filling the high-priority service's idle gaps.\n" +
 			"Status, profiles and Prometheus metrics are served on <data-dir>/fikit.sock.",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7070", Usage: "UDP address hooks send to", EnvVars: []string{"FIKIT_LISTEN"}},
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7070", Usage: "UDP address hooks send to (an address other hosts can reach needs --insecure)", EnvVars: []string{"FIKIT_LISTEN"}},
+			&cli.BoolFlag{Name: "insecure", Usage: "allow a --listen address other hosts can reach: datagrams are not authenticated, so anyone who reaches it can register at any priority"},
 			&cli.StringFlag{Name: "data-dir", Value: defaultDataDir(), Usage: "directory of the profile store and the admin socket", EnvVars: []string{"FIKIT_DATA_DIR"}},
 			&cli.BoolFlag{Name: "ephemeral", Usage: "keep profiles in memory only (no data directory is written unless --data-dir is also given for the admin socket)"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
@@ -49,6 +50,13 @@ func serveCommand() *cli.Command {
 			cfg, err := schedulerConfig(c)
 			if err != nil {
 				return err
+			}
+			remote, err := checkListen(c.String("listen"), c.Bool("insecure"))
+			if err != nil {
+				return usageError(c, "%v", err)
+			}
+			if remote {
+				log.Warn("listening on an address other hosts can reach, without authentication (--insecure)", "listen", c.String("listen"))
 			}
 			return serve(c.Context, serveOptions{
 				listen: c.String("listen"), dataDir: c.String("data-dir"), ephemeral: c.Bool("ephemeral"),
@@ -82,12 +90,13 @@ func serve(ctx context.Context, o serveOptions) error {
 		}
 		o.log.Log(ctx, level, "could not set the daemon's nice value; on a busy host its answers will be late", "nice", o.nice, "err", err)
 	}
+	privateFiles()
 	var st store.Store
 	socket := ""
 	if o.ephemeral {
 		st = store.NewMemory()
 		if o.dataDirSet {
-			if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
+			if err := os.MkdirAll(o.dataDir, 0o700); err != nil {
 				return fmt.Errorf("data dir: %w", err)
 			}
 			socket = daemon.SocketPath(o.dataDir)
