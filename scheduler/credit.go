@@ -45,6 +45,24 @@ func (n *Node) useCredit(t *task) {
 	t.credit--
 }
 
+// settleCredit: waiter t asks to launch, so it holds no credit; of what
+// the core still reserves for it, the first unreported launches (the seqs
+// between the last it heard of and the request: made on credit, their
+// reports still on the way) become predicted work, and the rest — credit
+// the hook never used (a renewal it ignored as older than a revocation) —
+// is dropped. Kept, that rest counted as backlog for as long as the task
+// lived, and idle periods had little room left beside an idle GPU.
+func (n *Node) settleCredit(t *task, unreported uint32) {
+	g := t.gpu
+	for len(t.resv) > 0 && unreported > 0 {
+		d := t.resv[0]
+		n.useCredit(t)
+		g.lpBusyUntil = maxi(g.lpBusyUntil, n.now) + d
+		unreported--
+	}
+	n.dropCredit(t)
+}
+
 // dropCredit forgets a task's unused credit and its reservation.
 func (n *Node) dropCredit(t *task) {
 	t.gpu.reservedNs = maxi(0, t.gpu.reservedNs-t.resvSum)

@@ -47,6 +47,7 @@ func (n *Node) waiterRunStart(t *task, seq uint32) {
 
 // requested handles a waiter's request to launch.
 func (n *Node) requested(t *task, seq uint32, kernel uint64) {
+	prev := t.seq
 	n.countSeq(t, seq)
 	g := t.gpu
 	if t.prio < n.holderPrio(g) || t.role == RoleHolder {
@@ -67,6 +68,9 @@ func (n *Node) requested(t *task, seq uint32, kernel uint64) {
 		if r.t == t && r.seq == seq {
 			return // a duplicate
 		}
+	}
+	if t.credit > 0 && t.role == RoleWaiter && seq > prev {
+		n.settleCredit(t, seq-prev-1)
 	}
 	t.lastActive = n.now
 	n.noteLaunch(t, seq, n.now, 0)
