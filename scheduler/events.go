@@ -140,7 +140,14 @@ type TaskWatched struct {
 
 // Tick advances time; the daemon sends one at the deadline Ready asked for
 // (and whenever else it likes).
-type Tick struct{ Now int64 }
+type Tick struct {
+	Now int64
+	// Heard: every message that reached the daemon before Heard has been
+	// stepped (0: before Now). A task is judged silent only up to Heard: a
+	// daemon that could not read for a while (waiting for a CPU) has
+	// heartbeats queued in its socket, and they are not silence.
+	Heard int64
+}
 
 func (e TaskRegistered) at() int64       { return e.Now }
 func (e TaskLeft) at() int64             { return e.Now }

@@ -113,7 +113,11 @@ func (n *Node) Step(ev Event) error {
 		t.watched = e.Watched
 		return nil
 	case Tick:
-		n.tick()
+		heard := n.now
+		if e.Heard > 0 {
+			heard = mini(e.Heard, n.now)
+		}
+		n.tick(heard)
 		return nil
 	}
 	return fmt.Errorf("%w: %T", ErrInvalid, ev)
@@ -294,13 +298,14 @@ func (n *Node) deadAfter(t *task) int64 {
 	return n.cfg.DeadAfter
 }
 
-// tick handles time passing: dead tasks, holder activity expiring, holds
-// for queued requests, and windows or idle periods that opened.
-func (n *Node) tick() {
+// tick handles time passing: dead tasks (silent past their dead-after as
+// of heard, see Tick), holder activity expiring, holds for queued requests,
+// and windows or idle periods that opened.
+func (n *Node) tick(heard int64) {
 	var dead []*task
 	for _, g := range n.order {
 		for _, t := range g.tasks {
-			if n.now-t.lastSeen > n.deadAfter(t) {
+			if heard-t.lastSeen > n.deadAfter(t) {
 				dead = append(dead, t)
 			}
 		}

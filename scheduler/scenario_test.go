@@ -127,7 +127,11 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	case "left":
 		err = h.node.Step(TaskLeft{Now: h.now, Task: taskArg(t, args)})
 	case "tick":
-		err = h.node.Step(Tick{Now: h.now})
+		var heard int64
+		if v, ok := args["heard"]; ok {
+			heard = dur(t, v)
+		}
+		err = h.node.Step(Tick{Now: h.now, Heard: heard})
 	case "tasks":
 		var b strings.Builder
 		for _, ti := range h.node.Tasks() {

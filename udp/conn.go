@@ -88,6 +88,20 @@ func (c *Conn) Read(fn func(p []byte, from netip.AddrPort)) (int, error) {
 	return c.read(fn)
 }
 
+// ReadQueued is Read without waiting, and whatever the read deadline: it
+// calls fn for the datagrams queued now, up to one batch. drained reports
+// that fewer than a batch were queued, so every datagram that arrived
+// before the call has been read. The daemon calls it before it judges time:
+// a task's heartbeat still in the queue is not silence.
+func (c *Conn) ReadQueued(fn func(p []byte, from netip.AddrPort)) (n int, drained bool, err error) {
+	return c.readQueued(fn)
+}
+
+// Drained reports whether a Read that returned n datagrams found the queue
+// empty after them: every datagram that arrived before it was called has
+// been read.
+func (c *Conn) Drained(n int) bool { return n < c.batch() }
+
 // Serve calls Read until the Conn is closed, when it returns nil, or until
 // Read fails otherwise.
 func (c *Conn) Serve(fn func(p []byte, from netip.AddrPort)) error {

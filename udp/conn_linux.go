@@ -124,6 +124,24 @@ func (c *Conn) read(fn func(p []byte, from netip.AddrPort)) (int, error) {
 	return r.n, nil
 }
 
+func (c *Conn) readQueued(fn func(p []byte, from netip.AddrPort)) (int, bool, error) {
+	r := &c.rd
+	r.n, r.errno = 0, 0
+	if err := c.rc.Control(func(fd uintptr) { r.fn(fd) }); err != nil {
+		return 0, false, fmt.Errorf("read: %w", err)
+	}
+	if r.errno != 0 {
+		return 0, false, fmt.Errorf("recvmmsg: %w", r.errno)
+	}
+	for i := range r.n {
+		h := &r.hdrs[i]
+		fn(r.bufs[i][:h.Len], addrPort(&r.names[i]))
+	}
+	return r.n, r.n < batchSize, nil
+}
+
+func (c *Conn) batch() int { return batchSize }
+
 // addrPort converts a sockaddr the kernel wrote; IPv4-mapped IPv6 addresses
 // become IPv4 addresses.
 func addrPort(sa *unix.RawSockaddrInet6) netip.AddrPort {

@@ -233,3 +233,46 @@ func TestSocketStatsCountsDrops(t *testing.T) {
 	}
 	t.Logf("%d datagrams into a %d KiB buffer: %d dropped", sent, st.ReadBuffer>>10, st2.Drops)
 }
+
+// ReadQueued reads what is queued even past the read deadline (where Read
+// reads nothing), a batch at a time, and says when the queue is empty.
+func TestReadQueuedIgnoresDeadline(t *testing.T) {
+	srv, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	cl, err := Dial(srv.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	msg, _ := Append(nil, Heartbeat{TaskID: 1})
+	const sent = batchSize + 3
+	for range sent {
+		if err := cl.SendRaw(msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // loopback delivers at once; be generous
+	_ = srv.SetReadDeadline(time.Unix(1, 0))
+	if n, err := srv.Read(func([]byte, netip.AddrPort) {}); !errors.Is(err, os.ErrDeadlineExceeded) || n != 0 {
+		t.Fatalf("Read past its deadline = %d, %v; want 0 and a deadline error", n, err)
+	}
+	got := 0
+	count := func([]byte, netip.AddrPort) { got++ }
+	n, drained, err := srv.ReadQueued(count)
+	if err != nil || n != batchSize || drained {
+		t.Fatalf("first ReadQueued = %d, drained %v, %v; want a full batch, not drained", n, drained, err)
+	}
+	n, drained, err = srv.ReadQueued(count)
+	if err != nil || n != sent-batchSize || !drained {
+		t.Fatalf("second ReadQueued = %d, drained %v, %v; want the rest, drained", n, drained, err)
+	}
+	if n, drained, err = srv.ReadQueued(count); err != nil || n != 0 || !drained {
+		t.Fatalf("ReadQueued of an empty queue = %d, drained %v, %v", n, drained, err)
+	}
+	if got != sent || srv.Drained(batchSize) || !srv.Drained(batchSize-1) {
+		t.Fatalf("read %d of %d; Drained(full batch) %v", got, sent, srv.Drained(batchSize))
+	}
+}

@@ -74,6 +74,7 @@ type Server struct {
 	kernels    []uint64 // a LaunchBatch's launches, reused
 	times      []int64
 	deadline   int64 // core time of the read deadline currently set (0: none)
+	heard      int64 // every datagram that arrived before it was stepped (scheduler.Tick)
 	profileHit map[string]*profiler.Profile
 	rec        *recorder // nil: not recording
 }
@@ -86,6 +87,8 @@ type taskAddr struct {
 	key    string
 	reqs   map[uint32]netip.AddrPort // waiting requests: grants and holds
 	regSeq uint32
+	// watched: its exit is seen through a pidfd; for the log of a drop.
+	watched bool
 }
 
 // New binds the socket and prepares the core; Run serves.
@@ -153,6 +156,9 @@ var monoStart, monoBase = func() (time.Time, int64) {
 	return time.Now(), ts.Nano()
 }()
 
+// maxDrainBatches bounds how many batches drainQueue reads before a tick.
+const maxDrainBatches = 16
+
 // minReadBuffer is the receive buffer below which the daemon warns: 64
 // clients' launch reports while the daemon waits for a CPU.
 const minReadBuffer = 1 << 20
@@ -192,16 +198,24 @@ func (s *Server) loop(ctx context.Context) error {
 		if s.deadline != 0 && s.now() >= s.deadline {
 			// A steady stream of datagrams never lets the read time out:
 			// time-driven decisions must not wait for a quiet moment.
-			s.step(scheduler.Tick{Now: s.now()}, netip.AddrPort{})
+			s.step(scheduler.Tick{Now: s.now(), Heard: s.heard}, netip.AddrPort{})
 			s.deadline = 0
 		}
 		s.handle(p, from)
 		s.mu.Unlock()
 	}
 	for {
-		_, err := s.conn.Read(handle)
+		// heard (see scheduler.Tick): a read that found the queue empty
+		// after its batch has read everything that arrived before it began.
+		began := s.now()
+		n, err := s.conn.Read(handle)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if err == nil && s.conn.Drained(n) {
+			s.mu.Lock()
+			s.heard = began
+			s.mu.Unlock()
 		}
 		if err != nil {
 			switch {
@@ -209,8 +223,12 @@ func (s *Server) loop(ctx context.Context) error {
 				// The deadline timer fired: clear the expired deadline
 				// first, so a timer firing meanwhile is seen by this tick.
 				_ = s.conn.SetReadDeadline(time.Time{})
+				// A read past its deadline reads nothing: what is queued
+				// (a stalled daemon's backlog) is read before time is
+				// judged.
+				s.drainQueue(handle)
 				s.mu.Lock()
-				s.step(scheduler.Tick{Now: s.now()}, netip.AddrPort{})
+				s.step(scheduler.Tick{Now: s.now(), Heard: s.heard}, netip.AddrPort{})
 				s.mu.Unlock()
 			case errors.Is(err, net.ErrClosed):
 				return fmt.Errorf("socket closed: %w", err)
@@ -227,13 +245,40 @@ func (s *Server) loop(ctx context.Context) error {
 	}
 }
 
+// drainQueue reads the datagrams queued now, and records that the daemon
+// has heard everything up to when it found the queue empty. Under a flood
+// that never lets the queue empty it gives up after maxDrainBatches: the
+// time-driven decisions go ahead, and no task's silence is judged by a
+// backlog the daemon has not read.
+func (s *Server) drainQueue(handle func([]byte, netip.AddrPort)) {
+	for range maxDrainBatches {
+		began := s.now()
+		_, drained, err := s.conn.ReadQueued(handle)
+		if err != nil {
+			return
+		}
+		if drained {
+			s.mu.Lock()
+			s.heard = began
+			s.mu.Unlock()
+			return
+		}
+	}
+}
+
 // reapExited removes the tasks whose processes ended, and tells the core
 // which ones are watched. Called with mu held.
 func (s *Server) reapExited() {
 	for _, w := range s.exits.takeStarted() {
-		if s.tasks[w.id] != nil {
-			s.step(scheduler.TaskWatched{Now: s.now(), Task: w.id, Watched: w.ok}, netip.AddrPort{})
+		ta := s.tasks[w.id]
+		if ta == nil {
+			continue
 		}
+		ta.watched = w.err == nil
+		if w.err != nil {
+			s.log.Info("task not watched: its exit is seen by its missing heartbeats only", "task", w.id, "key", ta.key, "err", w.err)
+		}
+		s.step(scheduler.TaskWatched{Now: s.now(), Task: w.id, Watched: ta.watched}, netip.AddrPort{})
 	}
 	for _, e := range s.exits.takeExited() {
 		ta := s.tasks[e.id]

@@ -39,10 +39,11 @@ type exitWatcher struct {
 	closed  bool
 }
 
-// watchResult says whether task id's watch could be established.
+// watchResult says whether task id's watch could be established (err nil)
+// or why not.
 type watchResult struct {
-	id scheduler.TaskID
-	ok bool
+	id  scheduler.TaskID
+	err error
 }
 
 type exitedTask struct {
@@ -62,25 +63,25 @@ func (w *exitWatcher) watch(id scheduler.TaskID, pid uint32, src netip.AddrPort)
 		return
 	}
 	go func() {
-		failed := func() {
+		failed := func(err error) {
 			w.mu.Lock()
-			w.started = append(w.started, watchResult{id, false})
+			w.started = append(w.started, watchResult{id, err})
 			w.mu.Unlock()
 			w.wake()
 		}
 		if err := ownsSocket(int(pid), src); err != nil {
-			failed()
+			failed(err)
 			return
 		}
 		fd, err := unix.PidfdOpen(int(pid), unix.PIDFD_NONBLOCK)
 		if err != nil {
-			failed()
+			failed(fmt.Errorf("pidfd_open: %w", err))
 			return
 		}
 		// Checked again with the pidfd held: the pid cannot be reused now.
-		if ownsSocket(int(pid), src) != nil {
+		if err := ownsSocket(int(pid), src); err != nil {
 			unix.Close(fd)
-			failed()
+			failed(err)
 			return
 		}
 		f := os.NewFile(uintptr(fd), "pidfd")
@@ -91,7 +92,7 @@ func (w *exitWatcher) watch(id scheduler.TaskID, pid uint32, src netip.AddrPort)
 			return
 		}
 		w.watched[id] = f
-		w.started = append(w.started, watchResult{id, true})
+		w.started = append(w.started, watchResult{id, nil})
 		w.mu.Unlock()
 		w.wake()
 		w.wait(id, pid, f)

@@ -174,9 +174,11 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 	if s.nextID == 0 {
 		s.nextID = 1
 	}
-	s.tasks[id] = &taskAddr{ctrl: src, gpu: gpu, model: model, key: m.TaskKey, reqs: map[uint32]netip.AddrPort{}, regSeq: m.Seq}
+	local := watchable(m.PID, src)
+	s.tasks[id] = &taskAddr{ctrl: src, gpu: gpu, model: model, key: m.TaskKey, reqs: map[uint32]netip.AddrPort{}, regSeq: m.Seq,
+		watched: local}
 	if !s.step(scheduler.TaskRegistered{Now: now, Task: id, Key: m.TaskKey, PID: m.PID, Priority: m.Priority,
-		GPU: gpu, Model: model, Profile: prof, Local: watchable(m.PID, src)}, src) {
+		GPU: gpu, Model: model, Profile: prof, Local: local}, src) {
 		delete(s.tasks, id)
 		s.replyError(src, udp.CodeInvalidValue, 0, "registration rejected")
 		return
@@ -300,7 +302,7 @@ func (s *Server) flush() {
 	}
 	for _, id := range r.Dropped {
 		if ta := s.tasks[id]; ta != nil {
-			s.log.Warn("task dropped: no heartbeat", "task", id, "key", ta.key)
+			s.log.Warn("task dropped: no heartbeat", "task", id, "key", ta.key, "watched", ta.watched)
 		}
 		delete(s.tasks, id)
 		s.exits.forget(id)
