@@ -136,7 +136,12 @@ func TestFaultManyClients(t *testing.T) {
 	if path := os.Getenv("FIKIT_FAULTS_DAEMON_LOG"); path != "" {
 		_ = os.WriteFile(path, []byte(log), 0o644)
 	}
+	// A drop of a live task: its process was still there (a drop as it
+	// exits is logged as an exit). A live task that lost its registration
+	// registers again from the same pid.
 	hbDrops := strings.Count(log, "task dropped: no heartbeat")
+	lateExits := strings.Count(log, `seen=late`)
+	reregs := reRegistrations(log)
 	udpDrops := m1["fikit_udp_receive_drops_total"] - m0["fikit_udp_receive_drops_total"]
 	grants := m1["fikit_grants_total"] - m0["fikit_grants_total"]
 	d.stop(t)
@@ -153,7 +158,31 @@ func TestFaultManyClients(t *testing.T) {
 	if hbDrops != 0 {
 		t.Errorf("%d tasks dropped for missing heartbeats", hbDrops)
 	}
+	if reregs != 0 {
+		t.Errorf("%d registrations came from a process that had registered before", reregs)
+	}
 	faultReport(t, "many hooked clients at once", fmt.Sprintf("%d clients", n), verdict(t),
-		fmt.Sprintf("registered %d (at most %d at once), complete profiles %d, UDP drops %.0f, heartbeat drops %d, ran un-hooked at some point %d, failed %d, grants %.0f; %d runs each, at most %d times; %v",
-			registered, maxRegistered, sharing, udpDrops, hbDrops, unhooked, failed, grants, runs, maxReplays, took.Round(time.Second)))
+		fmt.Sprintf("registered %d (at most %d at once), complete profiles %d, UDP drops %.0f, heartbeat drops %d, re-registrations %d, exits seen only at dead-after %d, ran un-hooked at some point %d, failed %d, grants %.0f; %d runs each, at most %d times; %v",
+			registered, maxRegistered, sharing, udpDrops, hbDrops, reregs, lateExits, unhooked, failed, grants, runs, maxReplays, took.Round(time.Second)))
+}
+
+// reRegistrations counts the registrations in a daemon log that came from a
+// pid that had registered before.
+func reRegistrations(log string) int {
+	seen, n := map[string]bool{}, 0
+	for _, l := range strings.Split(log, "\n") {
+		if !strings.Contains(l, `msg="task registered"`) {
+			continue
+		}
+		i := strings.Index(l, " pid=")
+		if i < 0 {
+			continue
+		}
+		pid, _, _ := strings.Cut(l[i+5:], " ")
+		if seen[pid] {
+			n++
+		}
+		seen[pid] = true
+	}
+	return n
 }

@@ -126,15 +126,26 @@ func (w *exitWatcher) wait(id scheduler.TaskID, pid uint32, f *os.File) {
 	}
 }
 
-// forget stops watching a task that left or was dropped.
-func (w *exitWatcher) forget(id scheduler.TaskID) {
+// forget stops watching a task that left or was dropped. It reports whether
+// the task's process had ended (its exit not yet picked up): a silent task
+// dropped as it exits is an exit, not a lost heartbeat.
+func (w *exitWatcher) forget(id scheduler.TaskID) (exited bool) {
 	w.mu.Lock()
 	f := w.watched[id]
 	delete(w.watched, id)
 	w.mu.Unlock()
-	if f != nil {
-		f.Close() // ends its wait
+	if f == nil {
+		return false
 	}
+	if rc, err := f.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) {
+			p := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			n, _ := unix.Poll(p, 0)
+			exited = n > 0
+		})
+	}
+	f.Close() // ends its wait
+	return exited
 }
 
 // takeExited returns the tasks whose processes ended since the last call.

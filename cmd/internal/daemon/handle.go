@@ -301,11 +301,15 @@ func (s *Server) flush() {
 		s.pers.put(p) // it says "profile complete" once the write is synced
 	}
 	for _, id := range r.Dropped {
+		exited := s.exits.forget(id)
 		if ta := s.tasks[id]; ta != nil {
-			s.log.Warn("task dropped: no heartbeat", "task", id, "key", ta.key, "watched", ta.watched)
+			if exited {
+				s.log.Info("task exited without goodbye", "task", id, "key", ta.key, "seen", "late")
+			} else {
+				s.log.Warn("task dropped: no heartbeat", "task", id, "key", ta.key, "watched", ta.watched)
+			}
 		}
 		delete(s.tasks, id)
-		s.exits.forget(id)
 	}
 	s.armDeadline(r.Deadline)
 }
