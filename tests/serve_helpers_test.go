@@ -67,11 +67,13 @@ func (d *daemonProc) stop(t testing.TB) cmdResult {
 // statusJSON is the subset of `fikit status --json` the tests read.
 type statusJSON struct {
 	Tasks []struct {
-		Key   string `json:"task_key"`
-		Role  string `json:"role"`
-		Phase string `json:"phase"`
-		PID   int    `json:"pid"`
-		Runs  int    `json:"profiled_runs"`
+		ID       uint32 `json:"id"`
+		Verified bool   `json:"pid_verified"`
+		Key      string `json:"task_key"`
+		Role     string `json:"role"`
+		Phase    string `json:"phase"`
+		PID      int    `json:"pid"`
+		Runs     int    `json:"profiled_runs"`
 	} `json:"tasks"`
 }
 

@@ -15,6 +15,23 @@ type Message interface {
 	put(v *values)
 }
 
+// TaskMessage is a hook's message about a task it registered: every
+// message to the daemon but Register. The daemon checks that its sender may
+// speak for that task before it believes it.
+type TaskMessage interface {
+	Message
+	Task() uint32
+}
+
+func (m LaunchNotify) Task() uint32  { return m.TaskID }
+func (m LaunchRequest) Task() uint32 { return m.TaskID }
+func (m Measurements) Task() uint32  { return m.TaskID }
+func (m RunEnd) Task() uint32        { return m.TaskID }
+func (m Heartbeat) Task() uint32     { return m.TaskID }
+func (m Goodbye) Task() uint32       { return m.TaskID }
+func (m KernelInfo) Task() uint32    { return m.TaskID }
+func (m LaunchBatch) Task() uint32   { return m.TaskID }
+
 // decodable is a pointer to a message, which a decoder fills.
 type decodable interface {
 	Message

@@ -123,3 +123,29 @@ func TestTableRows(t *testing.T) {
 		t.Errorf("%d message types; update this count with the table", rows)
 	}
 }
+
+// Every message to the daemon whose first field is task_id is a TaskMessage
+// (the daemon checks its sender), and reports that field; no other is.
+func TestTaskMessagesMatchTable(t *testing.T) {
+	for ty, def := range messages {
+		if def.name == "" {
+			continue
+		}
+		m := newMessage(Type(ty))
+		isTask := def.dir == ToDaemon && len(def.fields) > 0 && def.fields[0].name == "task_id"
+		tm, ok := m.(TaskMessage)
+		if ok != isTask {
+			t.Errorf("%s: TaskMessage %v, want %v", def.name, ok, isTask)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		var v values
+		v.u[0] = 0xdeadbeef
+		m.get(&v)
+		if got := tm.Task(); got != 0xdeadbeef {
+			t.Errorf("%s: Task() = %#x, want the task_id field %#x", def.name, got, 0xdeadbeef)
+		}
+	}
+}

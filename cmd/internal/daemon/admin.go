@@ -47,6 +47,9 @@ type TaskStatus struct {
 	Runs     int    `json:"profiled_runs"`
 	Waiting  int    `json:"waiting"`
 	JCTNs    int64  `json:"mean_jct_ns"`
+	// Verified: the registering pid was shown to own the task's socket, so
+	// only that process's sockets speak for the task (docs/security.md).
+	Verified bool `json:"pid_verified"`
 }
 
 func newAdminServer(s *Server, path string) (*adminServer, error) {
@@ -89,7 +92,7 @@ func (s *Server) Status() Status {
 	for _, t := range s.core.Tasks() {
 		st.Tasks = append(st.Tasks, TaskStatus{ID: uint32(t.ID), Key: t.Key, PID: t.PID, Priority: t.Priority,
 			GPU: t.GPU, Model: t.Model, Role: t.Role.String(), Phase: t.Phase.String(), Credit: t.Credit,
-			Runs: t.Runs, Waiting: t.Waiting, JCTNs: t.JCTNs})
+			Runs: t.Runs, Waiting: t.Waiting, JCTNs: t.JCTNs, Verified: s.tasks[t.ID] != nil && s.tasks[t.ID].proven})
 	}
 	return st
 }

@@ -89,6 +89,12 @@ type taskAddr struct {
 	regSeq uint32
 	// watched: its exit is seen through a pidfd; for the log of a drop.
 	watched bool
+	// proven: process pid owns the socket the task registered from; then
+	// only that process's sockets speak for it (identity.go).
+	pid     uint32
+	proven  bool
+	sources map[netip.AddrPort]sourceCheck
+	checks  bucket // of sources checks
 }
 
 // New binds the socket and prepares the core; Run serves.
@@ -275,6 +281,7 @@ func (s *Server) reapExited() {
 			continue
 		}
 		ta.watched = w.err == nil
+		ta.proven = w.err == nil
 		if w.err != nil {
 			s.log.Info("task not watched: its exit is seen by its missing heartbeats only", "task", w.id, "key", ta.key, "err", w.err)
 		}

@@ -33,6 +33,14 @@ func (s *Server) handle(b []byte, src netip.AddrPort) {
 	}
 	s.met.countReceived(m.Type())
 	now := s.now()
+	if tm, ok := m.(udp.TaskMessage); ok {
+		if ta := s.tasks[scheduler.TaskID(tm.Task())]; ta != nil && !s.speaksFor(ta, src, now) {
+			s.met.forged.Inc()
+			s.srcLog.logAt(src, slog.LevelWarn, "message dropped: its socket is not the task's process's",
+				"type", m.Type().String(), "task", tm.Task(), "key", ta.key, "pid", ta.pid)
+			return
+		}
+	}
 	switch m := m.(type) {
 	case *udp.Register:
 		s.register(m, src, now)
@@ -176,7 +184,7 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 	}
 	local := watchable(m.PID, src)
 	s.tasks[id] = &taskAddr{ctrl: src, gpu: gpu, model: model, key: m.TaskKey, reqs: map[uint32]netip.AddrPort{}, regSeq: m.Seq,
-		watched: local}
+		watched: local, pid: m.PID}
 	if !s.step(scheduler.TaskRegistered{Now: now, Task: id, Key: m.TaskKey, PID: m.PID, Priority: m.Priority,
 		GPU: gpu, Model: model, Profile: prof, Local: local}, src) {
 		delete(s.tasks, id)

@@ -1,0 +1,97 @@
+package tests
+
+// Forged messages from a local process that is not the task's: a Goodbye
+// under the high-priority service's task ID removed it at once, and
+// LaunchRequests under the low-priority service's ID were granted to the
+// forger (the security issue's findings). The forger here is the test
+// process itself; the services are hooked replays.
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/fikit/fikit/udp"
+)
+
+func TestForgedMessagesDoNoHarm(t *testing.T) {
+	requireBins(t, "fikit", "fikit-replay", "libfikit_hook.so", "simgpu/libcuda.so.1")
+	maddr := freeTCPAddr(t)
+	d := startServe(t, t.TempDir(), "", "--metrics-listen", maddr)
+	env := simgpuEnv(t, uniqueShm(t))
+	hp := replaySpec{trace: "h100/mobilenet_4_fwd", cpuNs: 5000, prio: 0, key: "sec-hp", sched: d.addr, hooked: true,
+		runs: 400, interval: 10 * time.Millisecond}
+	lp := replaySpec{trace: "h100/mobilenet_4_fwd", cpuNs: 5000, prio: 5, key: "sec-lp", sched: d.addr, hooked: true,
+		runs: 1000000}
+	var procs []*proc
+	for _, s := range []replaySpec{hp, lp} {
+		cmd, args := s.command(t)
+		procs = append(procs, startCmd(t, env, cmd, args...))
+	}
+	defer procs[1].KillGroup()
+	// The daemon proves in the background that each registering process
+	// owns the socket it registered from.
+	ids := map[string]uint32{}
+	if !waitFor(20*time.Second, func() bool {
+		clear(ids)
+		for _, ta := range d.status(t).Tasks {
+			if ta.Verified {
+				ids[ta.Key] = ta.ID
+			}
+		}
+		return ids[hp.key] != 0 && ids[lp.key] != 0
+	}) {
+		t.Fatalf("the services did not register, or their processes were not verified: %v", ids)
+	}
+	grants0 := metrics(t, maddr)["fikit_grants_total"]
+
+	c, err := net.Dial("udp", d.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	send := func(m udp.Message) {
+		b, err := udp.Append(nil, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const requests = 20
+	send(&udp.Goodbye{TaskID: ids[hp.key]})
+	for i := range requests {
+		send(&udp.LaunchRequest{TaskID: ids[lp.key], Seq: 1<<30 + uint32(i), KernelID: 1})
+	}
+	_ = c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	if n, err := c.Read(make([]byte, 2048)); err == nil {
+		t.Errorf("the forger got a %d-byte answer", n)
+	}
+	after := map[string]uint32{}
+	for _, ta := range d.status(t).Tasks {
+		after[ta.Key] = ta.ID
+	}
+	m := metrics(t, maddr)
+	forged := m["fikit_forged_messages_total"]
+	t.Logf("task IDs before %v, after %v; forged messages dropped %.0f; grants in the meantime %.0f",
+		ids, after, forged, m["fikit_grants_total"]-grants0)
+	if after[hp.key] != ids[hp.key] {
+		t.Errorf("a forged Goodbye removed the high-priority task (ID %d, now %d)", ids[hp.key], after[hp.key])
+	}
+	if after[lp.key] != ids[lp.key] {
+		t.Errorf("the low-priority task's registration changed (ID %d, now %d)", ids[lp.key], after[lp.key])
+	}
+	if forged != requests+1 {
+		t.Errorf("fikit_forged_messages_total = %.0f, want %d", forged, requests+1)
+	}
+	// The services' own messages are heard: the high-priority one serves
+	// every request, the low-priority one is granted launches.
+	r := procs[0].Wait(2 * time.Minute)
+	if r.ExitCode != 0 || len(parseRuns(t, r.Stdout)) != hp.runs {
+		t.Fatalf("high-priority service: %s", r)
+	}
+	if g := metrics(t, maddr)["fikit_grants_total"] - grants0; g == 0 {
+		t.Error("the low-priority service was granted nothing")
+	}
+}
