@@ -39,6 +39,10 @@ type Config struct {
 	// HolderTTL: a task counts as active this long after its last launch or
 	// registration; holders are the best-priority active tasks.
 	HolderTTL int64
+	// ProfileTurn bounds the turn of a task profiling alone at the best
+	// priority: ending no run for this long, it holds the others of its
+	// priority back no more, until it ends a run.
+	ProfileTurn int64
 	// DefaultKernel is the estimate for a kernel whose task has no profile.
 	DefaultKernel int64
 	// SkipLimit is how often a waiting kernel may be passed over before it
@@ -86,6 +90,7 @@ func DefaultConfig() Config {
 		IdleFloor:         int64(50 * time.Microsecond),
 		RunIdle:           int64(500 * time.Microsecond),
 		HolderTTL:         int64(time.Second),
+		ProfileTurn:       int64(time.Second),
 		DefaultKernel:     int64(100 * time.Microsecond),
 		SkipLimit:         25,
 		HoldInterval:      int64(50 * time.Millisecond),

@@ -242,11 +242,20 @@ func (n *Node) electHolders(g *gpu, quiet *task) {
 	// held behind another counts though its last launch is old: else, with
 	// none launching lately, every task of that priority held at once and
 	// their runs overlapped (64 clients: profiles never completed).
+	// Its turn is bounded (see turnOver): a task that ends no run holds no
+	// one back for longer than ProfileTurn.
 	var alone *task
 	for _, t := range g.tasks {
-		if t.prio == best && t.phase == PhaseProfiling && n.wants(t) {
+		if t.prio == best && t.phase == PhaseProfiling && n.wants(t) && !t.turnLost && !n.turnOver(t) {
 			alone = t
 			break
+		}
+	}
+	for _, t := range g.tasks {
+		if t != alone {
+			t.turnStart = 0
+		} else if t.turnStart == 0 {
+			t.turnStart = n.now
 		}
 	}
 	for _, t := range g.tasks {
@@ -332,9 +341,38 @@ func (n *Node) tick(heard int64) {
 	}
 }
 
+// turnOver reports whether t, profiling alone, has ended no run for
+// ProfileTurn (since its turn began or its last run ended); it then loses
+// its turn until it ends a run. A squatter — a task that registers at the
+// best priority, keeps launching and never ends a run — held every task of
+// its priority back for as long as it lived.
+func (n *Node) turnOver(t *task) bool {
+	if t.turnStart == 0 {
+		return false
+	}
+	if n.now-maxi(t.turnStart, t.lastRunEnd) > n.cfg.ProfileTurn {
+		t.turnLost = true
+	}
+	return t.turnLost
+}
+
+// turnEnd is when the turn of g's task profiling alone runs out (0: none).
+func (n *Node) turnEnd(g *gpu) int64 {
+	for _, t := range g.tasks {
+		if t.turnStart != 0 && !t.turnLost && t.role == RoleHolder {
+			return maxi(t.turnStart, t.lastRunEnd) + n.cfg.ProfileTurn + 1
+		}
+	}
+	return 0
+}
+
 // holdersExpired reports whether some holder's activity ran out while a
-// lower-priority task is active, so the holders must be re-elected.
+// lower-priority task is active, or a profiling task's turn ran out, so the
+// holders must be re-elected.
 func (n *Node) holdersExpired(g *gpu) bool {
+	if e := n.turnEnd(g); e != 0 && n.now >= e {
+		return true
+	}
 	for _, t := range g.tasks {
 		if t.role == RoleHolder && n.now-t.lastActive > n.cfg.HolderTTL {
 			for _, o := range g.tasks {
@@ -361,6 +399,9 @@ func (n *Node) deadline() int64 {
 			if t.role == RoleHolder && g.waiting() > 0 {
 				at(t.lastActive + n.cfg.HolderTTL + 1)
 			}
+		}
+		if g.waiting() > 0 {
+			at(n.turnEnd(g))
 		}
 		if g.waiting() == 0 {
 			continue

@@ -166,6 +166,7 @@ func (n *Node) kernelInfo(t *task, e KernelInfoReceived) {
 // runEnded closes a run: a profiling task commits or discards it, a holder's
 // GPU may open an inter-run window.
 func (n *Node) runEnded(t *task, e RunEnded) {
+	t.lastRunEnd, t.turnLost = n.now, false
 	first := t.runStartSeq
 	ahead := false
 	switch {

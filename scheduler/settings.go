@@ -64,6 +64,8 @@ var Settings = []Setting{
 		Help: "silence after which a holder inside a run counts as idle", field: func(c *Config) any { return &c.RunIdle }},
 	{Name: "holder-ttl", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
 		Help: "a task holds the GPU this long after its last launch", field: func(c *Config) any { return &c.HolderTTL }},
+	{Name: "profile-turn", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
+		Help: "a task profiling alone that ends no run this long lets the others of its priority hold", field: func(c *Config) any { return &c.ProfileTurn }},
 	{Name: "default-kernel", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
 		Help: "duration assumed for kernels of unprofiled tasks", field: func(c *Config) any { return &c.DefaultKernel }},
 	{Name: "skip-limit", Kind: KindInt, Min: 1, Max: 1 << 20,

@@ -18,9 +18,13 @@ type task struct {
 	// lastActive is the last launch (or registration): activity for HolderTTL.
 	lastActive int64
 	lastLaunch int64 // last launch of any kind, 0 if none
-	registered int64
-	lastKernel uint64
-	seq        uint32
+	// Profiling alone: when its turn began (0: not alone), its last run
+	// end of any outcome, and whether it lost its turn (turnOver).
+	turnStart, lastRunEnd int64
+	turnLost              bool
+	registered            int64
+	lastKernel            uint64
+	seq                   uint32
 	// runStartSeq is the seq of the current (or next) run's first launch:
 	// a launch's position in its run is its seq minus this, modulo the
 	// run's length.

@@ -7,7 +7,9 @@ package tests
 // process itself; the services are hooked replays.
 
 import (
+	"encoding/hex"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -93,5 +95,107 @@ func TestForgedMessagesDoNoHarm(t *testing.T) {
 	}
 	if g := metrics(t, maddr)["fikit_grants_total"] - grants0; g == 0 {
 		t.Error("the low-priority service was granted nothing")
+	}
+}
+
+// A squatter registers at priority 0 with the GPU's UUID (anyone can read
+// it), keeps a heartbeat and one fake launch every 200 ms, and never ends a
+// run. Profiling at the best priority it held alone, and the real
+// high-priority service, its profile complete, waited as long as the
+// squatter lived (the security issue's finding: all of 5 s). Its turn is
+// bounded now (--profile-turn, 1 s): after that the service runs.
+func TestSquatterDoesNotStopTheService(t *testing.T) {
+	requireBins(t, "fikit", "fikit-replay", "libfikit_hook.so", "simgpu/libcuda.so.1")
+	const (
+		squatFor = 4 * time.Second
+		interval = 10 * time.Millisecond
+		turn     = time.Second // --profile-turn's default
+	)
+	d := startServe(t, t.TempDir(), "", "--profile-runs", "10")
+	env := simgpuEnv(t, uniqueShm(t))
+	hp := replaySpec{trace: "h100/mobilenet_4_fwd", cpuNs: 5000, prio: 0, key: "squat-hp", sched: d.addr, warmup: 2}
+	p := hp
+	p.runs, p.warmup = 13, 0
+	profileFully(t, d, env, p)
+
+	hp.runs, hp.interval, hp.hooked = int(2*squatFor/interval), interval, true
+	cmd, args := hp.command(t)
+	svc := startCmd(t, env, cmd, args...)
+	defer svc.KillGroup()
+	var gpu, model string
+	if !waitFor(20*time.Second, func() bool {
+		for _, ta := range d.status(t).Tasks {
+			if ta.Key == hp.key {
+				gpu, model = ta.GPU, ta.Model
+			}
+		}
+		return gpu != ""
+	}) {
+		t.Fatal("the service did not register")
+	}
+	uuid, err := hex.DecodeString(gpu)
+	if err != nil || len(uuid) != 16 {
+		t.Fatalf("GPU UUID %q: %v", gpu, err)
+	}
+
+	// The squatter.
+	c, err := net.Dial("udp", d.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	send := func(m udp.Message) {
+		b, err := udp.Append(nil, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = c.Write(b)
+	}
+	reg := &udp.Register{Seq: 1, TaskKey: "squatter", PID: uint32(os.Getpid()), Priority: 0, DeviceName: model}
+	copy(reg.DeviceUUID[:], uuid)
+	send(reg)
+	buf := make([]byte, 2048)
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	n, err := c.Read(buf)
+	if err != nil {
+		t.Fatalf("the squatter got no answer: %v", err)
+	}
+	m, err := udp.Decode(buf[:n])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, ok := m.(*udp.RegisterAck)
+	if !ok || ack.Role != udp.RoleHolder || ack.Phase != udp.PhaseProfiling {
+		t.Fatalf("the squatter registered as %#v, want a profiling holder", ack)
+	}
+	squatStart := monoNow()
+	seq, lastLaunch := uint32(1), time.Time{}
+	for time.Duration(monoNow()-squatStart) < squatFor {
+		send(&udp.Heartbeat{TaskID: ack.TaskID})
+		if time.Since(lastLaunch) >= 200*time.Millisecond {
+			send(&udp.LaunchNotify{TaskID: ack.TaskID, Seq: seq, KernelID: 9})
+			seq, lastLaunch = seq+1, time.Now()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	squatEnd := monoNow()
+	send(&udp.Goodbye{TaskID: ack.TaskID})
+
+	r := svc.Wait(2 * time.Minute)
+	if r.ExitCode != 0 {
+		t.Fatalf("service: %s", r)
+	}
+	// The service's runs that started while the squatter lived, past its
+	// turn (and a margin for a loaded host).
+	var jcts []int64
+	for _, run := range parseRuns(t, r.Stdout) {
+		if run.StartNs >= squatStart+int64(turn+500*time.Millisecond) && run.StartNs+run.JCTNs <= squatEnd {
+			jcts = append(jcts, run.JCTNs)
+		}
+	}
+	due := int((squatFor - turn - 500*time.Millisecond) / interval)
+	t.Logf("while the squatter lived, after its turn: %d runs of the %d due, p50 JCT %v", len(jcts), due, time.Duration(p50(jcts)))
+	if len(jcts) < due/2 {
+		t.Errorf("the squatter stopped the service: %d runs of the %d due after its turn", len(jcts), due)
 	}
 }

@@ -70,6 +70,8 @@ type statusJSON struct {
 		ID       uint32 `json:"id"`
 		Verified bool   `json:"pid_verified"`
 		Key      string `json:"task_key"`
+		GPU      string `json:"gpu"`
+		Model    string `json:"model"`
 		Role     string `json:"role"`
 		Phase    string `json:"phase"`
 		PID      int    `json:"pid"`
