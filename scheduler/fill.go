@@ -1,6 +1,9 @@
 package scheduler
 
-import "math/bits"
+import (
+	"fmt"
+	"math/bits"
+)
 
 // This file is the FIKIT policy proper: predicting the holders' idle gaps
 // and filling them with waiting low-priority kernels (BestPrioFit).
@@ -45,8 +48,13 @@ func (n *Node) waiterRunStart(t *task, seq uint32) {
 	}
 }
 
+// MaxWaitingPerTask bounds a task's waiting launch requests. A hook has one
+// outstanding per thread; a process that sent 30,000 drew 267,588 Holds, and
+// each request made the next one's duplicate check longer.
+const MaxWaitingPerTask = 256
+
 // requested handles a waiter's request to launch.
-func (n *Node) requested(t *task, seq uint32, kernel uint64) {
+func (n *Node) requested(t *task, seq uint32, kernel uint64) error {
 	prev := t.seq
 	n.countSeq(t, seq)
 	g := t.gpu
@@ -62,12 +70,20 @@ func (n *Node) requested(t *task, seq uint32, kernel uint64) {
 		n.noteLaunch(t, seq, n.now, n.holderLaunch(t, kernel, n.now, seq))
 		n.noteWork(t, n.now, t.busyUntil)
 		n.schedule(g)
-		return
+		return nil
 	}
+	waiting := 0
 	for _, r := range g.queues[t.prio] {
-		if r.t == t && r.seq == seq {
-			return // a duplicate
+		if r.t == t {
+			if r.seq == seq {
+				return nil // a duplicate
+			}
+			waiting++
 		}
+	}
+	if waiting >= MaxWaitingPerTask {
+		n.stats.Refused++
+		return fmt.Errorf("%w: task %d has %d", ErrOverloaded, t.id, waiting)
 	}
 	if t.credit > 0 && t.role == RoleWaiter && seq > prev {
 		n.settleCredit(t, seq-prev-1)
@@ -79,6 +95,7 @@ func (n *Node) requested(t *task, seq uint32, kernel uint64) {
 		t: t, seq: seq, kernel: kernel, est: n.estimateAt(t, kernel, seq), arrived: n.now, lastHold: n.now,
 	})
 	n.schedule(g)
+	return nil
 }
 
 // reorderWindow is how many later seqs may arrive before a missing one is

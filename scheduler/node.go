@@ -79,8 +79,7 @@ func (n *Node) Step(ev Event) error {
 		if err != nil {
 			return err
 		}
-		n.requested(t, e.Seq, e.Kernel)
-		return nil
+		return n.requested(t, e.Seq, e.Kernel)
 	case RunEnded:
 		t, err := n.seen(e.Task)
 		if err != nil {
@@ -445,6 +444,7 @@ type Stats struct {
 	GrantedNs                           int64 // predicted low-priority GPU time granted
 	UnscheduledLaunches, LostNotifies   uint64
 	ReorderedNotifies                   uint64 // arrived after a later seq: late, not lost
+	Refused                             uint64 // requests past MaxWaitingPerTask
 	PredictionSamples                   uint64
 	PredictionAbsErrNs, PredictionErrNs int64 // sums: mean = sum / samples
 	RunsCommitted, RunsDiscarded        uint64

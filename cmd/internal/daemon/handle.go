@@ -69,10 +69,13 @@ func (s *Server) handle(b []byte, src netip.AddrPort) {
 		if s.debug {
 			s.log.Debug("request", "t_us", now/1000, "task", id, "seq", m.Seq)
 		}
-		if ta := s.tasks[id]; ta != nil {
+		ta := s.tasks[id]
+		if ta != nil {
 			ta.reqs[m.Seq] = src
 		}
-		s.step(scheduler.LaunchRequested{Now: now, Task: id, Seq: m.Seq, Kernel: m.KernelID}, src)
+		if !s.step(scheduler.LaunchRequested{Now: now, Task: id, Seq: m.Seq, Kernel: m.KernelID}, src) && ta != nil {
+			delete(ta.reqs, m.Seq)
+		}
 	case *udp.Measurements:
 		if s.debug {
 			s.log.Debug("measurements", "task", m.TaskID, "run", m.Run, "records", len(m.Records))
@@ -150,6 +153,10 @@ func (s *Server) step(ev scheduler.Event, src netip.AddrPort) bool {
 		}
 		s.replyError(src, udp.CodeUnknownTask, id, "unknown task: register again")
 		return false
+	}
+	if e, ok := ev.(scheduler.LaunchRequested); ok && errors.Is(err, scheduler.ErrOverloaded) {
+		// The hook's thread stops waiting for a grant that will not come.
+		s.replyError(src, udp.CodeOverloaded, uint32(e.Task), err.Error())
 	}
 	s.srcLog.logAt(src, slog.LevelWarn, "event rejected", "event", ev, "err", err)
 	return false

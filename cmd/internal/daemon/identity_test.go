@@ -114,3 +114,44 @@ func forgedCount(t *testing.T, s *Server) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// A task that asks for more launches at once than a hook has threads is
+// refused past scheduler.MaxWaitingPerTask: a process that sent 30,000
+// requests drew 267,588 Holds, and the daemon remembered every one.
+func TestRequestFloodIsBounded(t *testing.T) {
+	cfg := scheduler.DefaultConfig()
+	cfg.DeadAfter, cfg.HolderTTL = int64(10*time.Second), int64(10*time.Second)
+	s := startServer(t, store.NewMemory(), cfg, "")
+	hp, lp := newFakeHook(t, s), newFakeHook(t, s)
+	hp.register("hp", 0) // profiling at the top priority: the others wait
+	id := lp.register("flood", 5).TaskID
+	const sent = scheduler.MaxWaitingPerTask + 100
+	for seq := uint32(1); seq <= sent; seq++ {
+		lp.send(&udp.LaunchRequest{TaskID: id, Seq: seq, KernelID: 5})
+		if seq%64 == 0 {
+			time.Sleep(5 * time.Millisecond) // within the socket's buffer
+		}
+	}
+	// The profiling holder holds them all the while.
+	overloaded := 0
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+		m := lp.recv(50 * time.Millisecond)
+		if e, ok := m.(*udp.Error); ok && e.Code == udp.CodeOverloaded && e.TaskID == id {
+			overloaded++
+		}
+	}
+	s.mu.Lock()
+	stats, reqs := s.core.Stats(), len(s.tasks[scheduler.TaskID(id)].reqs)
+	s.mu.Unlock()
+	t.Logf("%d requests: %d waiting (the daemon remembers %d), %d refused (%d told), %d granted",
+		sent, stats.Waiting, reqs, stats.Refused, overloaded, stats.Grants)
+	if stats.Grants != 0 {
+		t.Fatalf("%d requests were granted: the test's holder did not hold", stats.Grants)
+	}
+	if stats.Waiting != scheduler.MaxWaitingPerTask || reqs != scheduler.MaxWaitingPerTask || stats.Refused != sent-scheduler.MaxWaitingPerTask {
+		t.Errorf("want %d waiting and remembered, %d refused", scheduler.MaxWaitingPerTask, sent-scheduler.MaxWaitingPerTask)
+	}
+	if overloaded == 0 {
+		t.Error("no refused request was told so (Error: overloaded)")
+	}
+}

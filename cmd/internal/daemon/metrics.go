@@ -76,6 +76,8 @@ func newMetrics(s *Server) *metrics {
 			stat(func(st scheduler.Stats) float64 { return float64(st.LostNotifies) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_reordered_notifications_total", Help: "Launch notifications that arrived after a later one (late, not lost)."},
 			stat(func(st scheduler.Stats) float64 { return float64(st.ReorderedNotifies) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_refused_requests_total", Help: "Launch requests refused: the task had too many waiting."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.Refused) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_tasks_dropped_total", Help: "Tasks dropped for missing heartbeats."},
 			stat(func(st scheduler.Stats) float64 { return float64(st.Dropped) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_udp_receive_drops_total", Help: "Datagrams the kernel dropped because the daemon's receive buffer was full."},
