@@ -91,6 +91,9 @@ func (n *Node) topUp(t *task) {
 	if g.waiting() > 0 || n.cfg.MaxCredit <= int(t.credit) {
 		return
 	}
+	if m := n.profilingRun(g); m != nil && t != m && t.prio >= m.prio {
+		return // no more launches beside a profiling run (profilingRun)
+	}
 	ds := n.creditFor(t, t.seq+t.credit, room)
 	if max := n.cfg.MaxCredit - int(t.credit); len(ds) > max {
 		ds = ds[:max]

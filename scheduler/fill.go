@@ -420,10 +420,40 @@ func (n *Node) charge(g *gpu, delay int64) {
 	}
 }
 
+// profilingRun finds the waiter of g whose profiling run is under way —
+// the best priority's, the earliest run of those — while the run is
+// younger than ProfileTurn. A task is measured with the GPU to itself
+// against tasks of its own or lower priority (paper §3): granting their
+// kernels into the same gaps interleaved them with its run, which was then
+// discarded, and low-priority services profiled one after another, each
+// waiting for a moment nobody else wanted the gaps (8 services, priorities
+// 0–7: 5 of 8 profiles complete after 360 runs each). The bound keeps a run
+// that never ends (a squatter) from holding the others off.
+func (n *Node) profilingRun(g *gpu) *task {
+	var m *task
+	for _, t := range g.tasks {
+		if t.role != RoleWaiter || t.phase != PhaseProfiling || !t.inRun || n.now-t.runStart > n.cfg.ProfileTurn {
+			continue
+		}
+		if m == nil || t.prio < m.prio || t.prio == m.prio && t.runStart < m.runStart {
+			m = t
+		}
+	}
+	return m
+}
+
+// mayFill reports whether r may be granted while g.measuring's profiling
+// run lasts.
+func (g *gpu) mayFill(r *request) bool {
+	m := g.measuring
+	return m == nil || r.t == m || r.t.prio < m.prio
+}
+
 // fillWindow is FIKIT's gap filling (Algorithm 1): grant the waiting kernels
 // the fill policy picks (BestPrioFit, Algorithm 2, by default) into the
 // predicted gap.
 func (n *Node) fillWindow(g *gpu) {
+	g.measuring = n.profilingRun(g)
 	w := g.window
 	if !n.windowStarting(g) {
 		return // the holders' work still runs: wait for it to drain (deadline)
@@ -459,6 +489,7 @@ func (n *Node) fillWindow(g *gpu) {
 // fillIdle lets waiting kernels run while the holders are idle, keeping the
 // predicted low-priority backlog within the idle period's cap.
 func (n *Node) fillIdle(g *gpu) {
+	g.measuring = n.profilingRun(g)
 	for {
 		backlog := maxi(0, g.lpBusyUntil-n.now) + g.reservedNs
 		r := n.policy.idle(n, g, g.idleCap-backlog, backlog == 0)
@@ -481,7 +512,7 @@ func (n *Node) bestPrioFit(g *gpu, room int64, _ bool) *request {
 	bestP, bestI := 0, 0
 	for p := int(hp) + 1; p < len(g.queues) && best == nil; p++ {
 		for i, r := range g.queues[p] {
-			if r.est > room {
+			if r.est > room || !g.mayFill(r) {
 				continue
 			}
 			urgent := r.skips > n.cfg.SkipLimit
@@ -499,7 +530,7 @@ func (n *Node) bestPrioFit(g *gpu, room int64, _ bool) *request {
 	if best == nil || best.skips <= n.cfg.SkipLimit {
 		for p := int(hp) + 1; p < len(g.queues); p++ {
 			for i, r := range g.queues[p] {
-				if r.skips > n.cfg.SkipLimit && r.est <= room && (best == nil || best.skips <= n.cfg.SkipLimit) {
+				if r.skips > n.cfg.SkipLimit && r.est <= room && g.mayFill(r) && (best == nil || best.skips <= n.cfg.SkipLimit) {
 					best, bestP, bestI = r, p, i
 				}
 			}
@@ -522,7 +553,7 @@ func (n *Node) firstFit(g *gpu, room int64, idleGPU bool) *request {
 		for p := int(hp) + 1; p < len(g.queues); p++ {
 			for i, r := range g.queues[p] {
 				starving := r.skips > n.cfg.SkipLimit
-				if pass == 0 && !starving {
+				if pass == 0 && !starving || !g.mayFill(r) {
 					continue
 				}
 				if r.est <= room || (idleGPU && starving) {

@@ -85,7 +85,12 @@ func (n *Node) Step(ev Event) error {
 		if err != nil {
 			return err
 		}
+		measuring := t.gpu.measuring == t
 		n.runEnded(t, e)
+		if measuring {
+			// Its profiling run held the others' kernels back (profilingRun).
+			n.schedule(t.gpu)
+		}
 		return nil
 	case MeasurementsReceived:
 		t, err := n.seen(e.Task)

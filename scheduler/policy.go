@@ -7,7 +7,8 @@ package scheduler
 // choice from its queue (n.take) and returns it, or returns nil. Waiting
 // kernels are g.queues[p] for priorities p below the holders'
 // (n.holderPrio(g)), in arrival order; a request with skips > SkipLimit
-// has been passed over too often and must not starve.
+// has been passed over too often and must not starve. A policy grants only
+// requests g.mayFill allows (a profiling run under way).
 //
 // A new policy is one such function, one row in policies, and a scenario
 // file under testdata/ that shows what it does differently.
@@ -62,7 +63,7 @@ func (n *Node) fifoFit(g *gpu, room int64, idle bool) *request {
 		for p := int(hp) + 1; p < len(g.queues); p++ {
 			for i, r := range g.queues[p] {
 				starving := r.skips > n.cfg.SkipLimit
-				if pass == 0 && !starving || !(r.est <= room || idle && starving) {
+				if pass == 0 && !starving || !(r.est <= room || idle && starving) || !g.mayFill(r) {
 					continue
 				}
 				if best == nil || r.arrived < best.arrived {
