@@ -33,17 +33,21 @@ func TestFaultManyClients(t *testing.T) {
 	env := simgpuEnv(t, uniqueShm(t))
 	m0 := metrics(t, maddr)
 
-	// Each client is a small open-loop service (a mobilenet request every
-	// 100 ms: all of them together keep the simulated GPU about busy),
+	// Each client is a small open-loop service (mobilenet requests, 10 a
+	// second: all of them together keep the simulated GPU about busy),
 	// priorities spread over 0–9, long enough to profile (the runs that
-	// overlap another task's are discarded) and then share.
+	// overlap another task's are discarded) and then share. Arrivals are
+	// Poisson, each client's own: clients started together at a fixed
+	// interval stay in phase, so every lower-priority profiling run
+	// overlapped a higher-priority run and was discarded, by construction
+	// (8 clients: 5–7 profiles of 8 after 360 runs each).
 	const runs = 120
 	specs := make([]replaySpec, n)
 	procs := make([]*proc, n)
 	start := time.Now()
 	for i := range procs {
 		specs[i] = replaySpec{trace: "h100/mobilenet_4_fwd", cpuNs: 5000, prio: i % 10, key: fmt.Sprintf("client-%02d", i),
-			sched: d.addr, hooked: true, runs: runs, interval: 100 * time.Millisecond}
+			sched: d.addr, hooked: true, runs: runs, poisson: 10, seed: i + 1}
 		cmd, args := specs[i].command(t)
 		procs[i] = startCmd(t, env, cmd, args...)
 	}

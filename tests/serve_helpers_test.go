@@ -99,6 +99,9 @@ type replaySpec struct {
 	warmup   int
 	cpuNs    int64
 	interval time.Duration
+	// poisson: open loop, Poisson arrivals at this rate (runs/s), seeded.
+	poisson float64
+	seed    int
 	postNs   int64 // host time after each run (a service answering its request)
 	// hooked: under `fikit run` with this priority and task key.
 	hooked bool
@@ -116,6 +119,9 @@ func (s replaySpec) command(t testing.TB) (string, []string) {
 	}
 	if s.interval > 0 {
 		args = append(args, "--interval", s.interval.String())
+	}
+	if s.poisson > 0 {
+		args = append(args, "--poisson", strconv.FormatFloat(s.poisson, 'g', -1, 64), "--seed", strconv.Itoa(s.seed))
 	}
 	if s.postNs > 0 {
 		args = append(args, "--post-ns", strconv.FormatInt(s.postNs, 10))
