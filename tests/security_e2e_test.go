@@ -47,20 +47,7 @@ func TestForgedMessagesDoNoHarm(t *testing.T) {
 	}
 	grants0 := metrics(t, maddr)["fikit_grants_total"]
 
-	c, err := net.Dial("udp", d.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	send := func(m udp.Message) {
-		b, err := udp.Append(nil, m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Write(b); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c, send := rawSender(t, d.addr)
 	const requests = 20
 	send(&udp.Goodbye{TaskID: ids[hp.key]})
 	for i := range requests {
@@ -115,7 +102,7 @@ func TestSquatterDoesNotStopTheService(t *testing.T) {
 	env := simgpuEnv(t, uniqueShm(t))
 	hp := replaySpec{trace: "h100/mobilenet_4_fwd", cpuNs: 5000, prio: 0, key: "squat-hp", sched: d.addr, warmup: 2}
 	p := hp
-	p.runs, p.warmup = 13, 0
+	p.runs, p.warmup = 23, 0
 	profileFully(t, d, env, p)
 
 	hp.runs, hp.interval, hp.hooked = int(2*squatFor/interval), interval, true
@@ -139,18 +126,7 @@ func TestSquatterDoesNotStopTheService(t *testing.T) {
 	}
 
 	// The squatter.
-	c, err := net.Dial("udp", d.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	send := func(m udp.Message) {
-		b, err := udp.Append(nil, m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = c.Write(b)
-	}
+	c, send := rawSender(t, d.addr)
 	reg := &udp.Register{Seq: 1, TaskKey: "squatter", PID: uint32(os.Getpid()), Priority: 0, DeviceName: model}
 	copy(reg.DeviceUUID[:], uuid)
 	send(reg)
@@ -197,5 +173,25 @@ func TestSquatterDoesNotStopTheService(t *testing.T) {
 	t.Logf("while the squatter lived, after its turn: %d runs of the %d due, p50 JCT %v", len(jcts), due, time.Duration(p50(jcts)))
 	if len(jcts) < due/2 {
 		t.Errorf("the squatter stopped the service: %d runs of the %d due after its turn", len(jcts), due)
+	}
+}
+
+// rawSender is a UDP socket of the test process to the daemon at addr, and
+// a function that sends one message on it.
+func rawSender(t *testing.T, addr string) (net.Conn, func(udp.Message)) {
+	t.Helper()
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, func(m udp.Message) {
+		b, err := udp.Append(nil, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Write(b); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -102,7 +102,7 @@ type replaySpec struct {
 	// poisson: open loop, Poisson arrivals at this rate (runs/s), seeded.
 	poisson float64
 	seed    int
-	postNs   int64 // host time after each run (a service answering its request)
+	postNs  int64 // host time after each run (a service answering its request)
 	// hooked: under `fikit run` with this priority and task key.
 	hooked bool
 	prio   int

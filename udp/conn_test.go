@@ -110,16 +110,7 @@ func TestConnIPv6(t *testing.T)      { testRoundTrip(t, "[::1]:0", "::1") }
 func TestConnDualStack(t *testing.T) { testRoundTrip(t, ":0", "127.0.0.1") }
 
 func TestConnSenderAddress(t *testing.T) {
-	srv, err := Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	cl, err := Dial(srv.LocalAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	srv, cl := listenAndDial(t)
 	if err := cl.Send(Heartbeat{TaskID: 5}); err != nil {
 		t.Fatal(err)
 	}
@@ -167,16 +158,7 @@ func TestConnCloseStopsServe(t *testing.T) {
 }
 
 func TestReadAllocs(t *testing.T) {
-	srv, err := Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	cl, err := Dial(srv.LocalAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	srv, cl := listenAndDial(t)
 	msg, _ := Append(nil, LaunchNotify{TaskID: 1, Seq: 1, KernelID: 1})
 	var d Decoder
 	fn := func(p []byte, from netip.AddrPort) { _, _ = d.Decode(p) }
@@ -237,16 +219,7 @@ func TestSocketStatsCountsDrops(t *testing.T) {
 // ReadQueued reads what is queued even past the read deadline (where Read
 // reads nothing), a batch at a time, and says when the queue is empty.
 func TestReadQueuedIgnoresDeadline(t *testing.T) {
-	srv, err := Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	cl, err := Dial(srv.LocalAddr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	srv, cl := listenAndDial(t)
 	msg, _ := Append(nil, Heartbeat{TaskID: 1})
 	const sent = batchSize + 3
 	for range sent {
@@ -275,4 +248,21 @@ func TestReadQueuedIgnoresDeadline(t *testing.T) {
 	if got != sent || srv.Drained(batchSize) || !srv.Drained(batchSize-1) {
 		t.Fatalf("read %d of %d; Drained(full batch) %v", got, sent, srv.Drained(batchSize))
 	}
+}
+
+// listenAndDial returns a Conn on a loopback port and a Client of it,
+// closed when the test ends.
+func listenAndDial(t *testing.T) (*Conn, *Client) {
+	t.Helper()
+	srv, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	cl, err := Dial(srv.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return srv, cl
 }
