@@ -36,6 +36,12 @@ type Config struct {
 	// arrive in bursts, and the gaps a run has are filled from its profile
 	// (windows), not by idleness.
 	RunIdle int64
+	// IdleStarve: in an idle period, a waiting kernel too long for the
+	// period's cap goes once the GPU has had no low-priority work for this
+	// long (counted from the period's start or the end of the last
+	// low-priority work granted): a holder idle between bursts of runs
+	// must not stop everyone whose kernels are longer than the cap.
+	IdleStarve int64
 	// HolderTTL: a task counts as active this long after its last launch or
 	// registration; holders are the best-priority active tasks.
 	HolderTTL int64
@@ -89,6 +95,7 @@ func DefaultConfig() Config {
 		IdleAlpha:         2,
 		IdleFloor:         int64(50 * time.Microsecond),
 		RunIdle:           int64(500 * time.Microsecond),
+		IdleStarve:        int64(500 * time.Microsecond),
 		HolderTTL:         int64(time.Second),
 		ProfileTurn:       int64(time.Second),
 		DefaultKernel:     int64(100 * time.Microsecond),

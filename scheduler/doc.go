@@ -40,7 +40,9 @@
 //     launch order (Fig. 11 case C); waiters of one priority are served in
 //     arrival order when they all fit.
 //   - Anti-starvation: a waiting kernel passed over more than SkipLimit times
-//     goes first into the next gap it fits or the next idle period.
+//     goes first into the next gap it fits or the next idle period; in an
+//     idle period whose GPU had no low-priority work for IdleStarve, the
+//     first waiting kernel goes although it does not fit the cap.
 //   - Context switches cost GPU time: every window of low-priority work makes
 //     the holder's next kernel pay a switch back. Each holder run has a delay
 //     budget (DelayBudget × its mean JCT); a window is filled only while the

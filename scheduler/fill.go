@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 )
 
@@ -361,7 +362,7 @@ func (n *Node) schedule(g *gpu) {
 			n.startIdle(g)
 		}
 	}
-	if g.idle && g.idleCap > 0 {
+	if g.idle {
 		n.fillIdle(g)
 	}
 }
@@ -372,6 +373,7 @@ func (n *Node) schedule(g *gpu) {
 // charged to their next run up front.
 func (n *Node) startIdle(g *gpu) {
 	g.idle = true
+	g.idleSince = n.now
 	g.opp++
 	n.stats.IdlePeriods++
 	sw := n.cfg.SwitchCost
@@ -381,7 +383,6 @@ func (n *Node) startIdle(g *gpu) {
 	g.idleCap = mini(n.cfg.InflightBudget, n.budgetLeft(g)-sw)
 	if g.idleCap <= 0 {
 		g.idleCap = 0
-		n.passOver(g)
 		return
 	}
 	n.charge(g, sw+g.idleCap)
@@ -487,12 +488,19 @@ func (n *Node) fillWindow(g *gpu) {
 }
 
 // fillIdle lets waiting kernels run while the holders are idle, keeping the
-// predicted low-priority backlog within the idle period's cap.
+// predicted low-priority backlog within the idle period's cap. A kernel too
+// long for the cap goes alone once the GPU has idled IdleStarve: the
+// skip count cannot help it, an idle period being one opportunity however
+// long it lasts, and a holder idle between bursts of runs stopped
+// everyone whose kernels were longer than the cap (scenario idle_oversize).
 func (n *Node) fillIdle(g *gpu) {
 	g.measuring = n.profilingRun(g)
 	for {
 		backlog := maxi(0, g.lpBusyUntil-n.now) + g.reservedNs
 		r := n.policy.idle(n, g, g.idleCap-backlog, backlog == 0)
+		if r == nil && backlog == 0 && n.idleStarves(g) {
+			r = n.policy.idle(n, g, math.MaxInt64, true)
+		}
 		if r == nil {
 			n.passOver(g)
 			return
@@ -500,6 +508,21 @@ func (n *Node) fillIdle(g *gpu) {
 		g.lpBusyUntil = maxi(g.lpBusyUntil, n.now) + r.est
 		n.grant(r, n.creditFor(r.t, r.seq, g.idleCap-(g.lpBusyUntil-n.now)-g.reservedNs))
 	}
+}
+
+// idleStarveAt is when an idle period's GPU, without low-priority work,
+// lets a kernel longer than the period's cap go; 0 never (a delay budget of
+// 0 means the holders are never to wait for anyone).
+func (n *Node) idleStarveAt(g *gpu) int64 {
+	if !g.idle || n.cfg.DelayBudget == 0 {
+		return 0
+	}
+	return maxi(g.idleSince, g.lpBusyUntil) + n.cfg.IdleStarve
+}
+
+func (n *Node) idleStarves(g *gpu) bool {
+	at := n.idleStarveAt(g)
+	return at > 0 && n.now >= at
 }
 
 // bestPrioFit picks from the highest non-empty priority the waiting kernel

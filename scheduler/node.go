@@ -425,6 +425,7 @@ func (n *Node) deadline() int64 {
 			// Room frees as granted work drains.
 			at(g.lpBusyUntil)
 		}
+		at(n.idleStarveAt(g))
 	}
 	return d
 }

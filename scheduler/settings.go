@@ -62,6 +62,8 @@ var Settings = []Setting{
 		Help: "shortest silence that makes a holder idle", field: func(c *Config) any { return &c.IdleFloor }},
 	{Name: "run-idle", Kind: KindDuration, Max: maxDuration,
 		Help: "silence after which a holder inside a run counts as idle", field: func(c *Config) any { return &c.RunIdle }},
+	{Name: "idle-starve", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
+		Help: "an idle GPU this long lets a waiting kernel longer than the idle cap go", field: func(c *Config) any { return &c.IdleStarve }},
 	{Name: "holder-ttl", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
 		Help: "a task holds the GPU this long after its last launch", field: func(c *Config) any { return &c.HolderTTL }},
 	{Name: "profile-turn", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,

@@ -109,6 +109,7 @@ type gpu struct {
 	idle       bool   // holders idle: low priority runs within the budget
 	opp        uint64 // fill opportunities so far (windows, idle periods)
 	idleCap    int64  // the idle period's low-priority backlog cap
+	idleSince  int64  // when the idle period began
 	// measuring is the waiter whose profiling run is under way, if any:
 	// while it lasts nothing of its priority or lower but its own
 	// kernels is granted (see profilingRun).

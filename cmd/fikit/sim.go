@@ -29,7 +29,8 @@ func simCommand() *cli.Command {
 			"A service is a trace:   --service trace=h100/resnet50_4_fwd,prio=0,cpu=12us,every=5ms,runs=200\n" +
 			"or a stored profile:    --profile 'KEY:prio=0,every=5ms'  (kernels re-created from the profile)\n" +
 			"Service options: prio=0..9, cpu=DUR (host time per launch), every=DUR or poisson=RATE\n" +
-			"(open-loop arrivals; default closed loop), runs=N, pre=DUR, post=DUR, name=NAME.\n" +
+			"(open-loop arrivals; default closed loop), burst=N (N runs back to back, then idle\n" +
+			"every=DUR), runs=N, pre=DUR, post=DUR, name=NAME.\n" +
 			"The first service is the one whose idle GPU time the fill share refers to; services\n" +
 			"without runs= run alongside until the others finish.",
 		Flags: append([]cli.Flag{
@@ -268,6 +269,11 @@ func applyServiceOptions(sv *sim.Service, opts map[string]string) error {
 			sv.Every, err = dur()
 		case "poisson":
 			sv.Poisson, err = strconv.ParseFloat(v, 64)
+		case "burst":
+			sv.Burst, err = strconv.Atoi(v)
+			if err == nil && sv.Burst < 0 {
+				err = fmt.Errorf("must be ≥ 0")
+			}
 		case "runs":
 			sv.Runs, err = strconv.Atoi(v)
 		case "pre":

@@ -15,13 +15,14 @@ import (
 type evKind int
 
 const (
-	evArrive  evKind = iota // a service's next run arrives
-	evLaunch                // a service's host time before its next launch is over
-	evGrant                 // a grant reaches a waiting service
-	evState                 // a role/credit change reaches a service
-	evCore                  // a message reaches the core
-	evTick                  // the core's deadline
-	evPostRun               // a service's post-processing is over
+	evArrive    evKind = iota // a service's next run arrives
+	evLaunch                  // a service's host time before its next launch is over
+	evGrant                   // a grant reaches a waiting service
+	evState                   // a role/credit change reaches a service
+	evCore                    // a message reaches the core
+	evTick                    // the core's deadline
+	evPostRun                 // a service's post-processing is over
+	evHeartbeat               // a service's hook sends a heartbeat
 )
 
 type event struct {
@@ -103,6 +104,7 @@ func newSim(opts Options, specs []Service) (*sim, error) {
 		if s.core != nil {
 			s.toCore(int64(sp.Start), scheduler.TaskRegistered{Task: st.id, Key: sp.Name, PID: uint32(i + 1),
 				Priority: sp.Priority, GPU: "sim0", Model: "sim", Profile: sp.Profile}, 0)
+			s.push(&event{at: int64(sp.Start) + s.opts.Scheduler.HeartbeatInterval, kind: evHeartbeat, svc: st})
 		}
 	}
 	return s, nil
@@ -224,6 +226,15 @@ func (s *sim) handle(e *event) {
 		_ = s.core.Step(scheduler.Tick{Now: s.now})
 	case evPostRun:
 		s.scheduleArrival(st)
+	case evHeartbeat:
+		// A hook's sender heartbeats while its process lives (a finished
+		// service's process is gone): a service idle between runs for
+		// longer than dead-after is not dropped.
+		if st.done() {
+			return
+		}
+		s.toCore(s.now, scheduler.Heartbeat{Now: s.now + int64(s.opts.NotifyLatency), Task: st.id}, int64(s.opts.NotifyLatency))
+		s.push(&event{at: s.now + s.opts.Scheduler.HeartbeatInterval, kind: evHeartbeat, svc: st})
 	}
 }
 
@@ -299,6 +310,11 @@ func (s *sim) scheduleArrival(st *svcState) {
 		return
 	}
 	switch {
+	case st.spec.Burst > 0 && st.spec.Every > 0:
+		st.arriv = s.now
+		if st.res.Runs > 0 && st.res.Runs%st.spec.Burst == 0 {
+			st.arriv += int64(st.spec.Every)
+		}
 	case st.spec.Poisson > 0:
 		st.arriv += int64(st.rng.ExpFloat64() / st.spec.Poisson * 1e9)
 	case st.spec.Every > 0:

@@ -79,6 +79,9 @@ type Service struct {
 	Every   time.Duration
 	Poisson float64
 	Seed    uint64
+	// Burst > 0 (with Every): runs come in bursts of Burst, back to back;
+	// after a burst's last run the service idles Every before the next.
+	Burst int
 	// Runs to complete (0: until the horizon).
 	Runs int
 	// Start delays the service's first arrival.

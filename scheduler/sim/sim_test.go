@@ -94,3 +94,53 @@ func TestDeterministic(t *testing.T) {
 		t.Fatal("two identical simulations differ")
 	}
 }
+
+// A high-priority service idle between runs for longer than dead-after
+// (its hook heartbeats meanwhile) stays the holder and protected, and a
+// low-priority service whose kernels are longer than an idle period's cap
+// still progresses while it idles. Before: the idle service was dropped
+// after 80 ms (the simulated hooks sent no heartbeats) and ran at 2x alone
+// once it returned; with bursts of runs the low priority ran nothing.
+func TestIdleBetweenRuns(t *testing.T) {
+	hpTr, lpTr := loadTrace(t, "h100/resnet50_4_fwd"), loadTrace(t, "h100/bert_2_fwd")
+	dev := devmodel.DefaultConfig()
+	for _, tc := range []struct {
+		name          string
+		every         time.Duration
+		burst, runs   int
+		minLPPerHPRun float64
+	}{
+		{"every 100ms", 100 * time.Millisecond, 0, 10, 0.5},
+		{"bursts of 5, 200ms idle", 200 * time.Millisecond, 5, 15, 0.1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hp := Service{Name: "hp", Priority: 0, Kernels: KernelsFromTrace(hpTr, 12000), Every: tc.every, Burst: tc.burst, Runs: tc.runs}
+			lp := Service{Name: "lp", Priority: 5, Kernels: KernelsFromTrace(lpTr, 5000)}
+			var err error
+			if hp.Profile, err = BuildProfile(dev, hp, 20); err != nil {
+				t.Fatal(err)
+			}
+			if lp.Profile, err = BuildProfile(dev, lp, 20); err != nil {
+				t.Fatal(err)
+			}
+			run := func(mode Mode, svcs ...Service) *Result {
+				opts := DefaultOptions()
+				opts.Mode, opts.Device = mode, dev
+				r, err := Run(opts, svcs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+			alone, fk := run(Exclusive, hp), run(Fikit, hp, lp)
+			a, f := Summarize(alone.Services[0].JCTs).P50, Summarize(fk.Services[0].JCTs).P50
+			t.Logf("HP p50 alone %s, fikit %s (%.2fx); LP runs %d; fill %.0f%%", Ms(a), Ms(f), f/a, fk.Services[1].Runs, fk.FillPct)
+			if f > 1.10*a {
+				t.Errorf("fikit HP p50 %.2fx alone, want ≤ 1.10", f/a)
+			}
+			if got := float64(fk.Services[1].Runs) / float64(tc.runs); got < tc.minLPPerHPRun {
+				t.Errorf("the low-priority service ran %d runs beside %d high-priority ones, want ≥ %.1f each", fk.Services[1].Runs, tc.runs, tc.minLPPerHPRun)
+			}
+		})
+	}
+}
