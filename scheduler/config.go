@@ -95,7 +95,7 @@ func DefaultConfig() Config {
 		IdleAlpha:         2,
 		IdleFloor:         int64(50 * time.Microsecond),
 		RunIdle:           int64(500 * time.Microsecond),
-		IdleStarve:        int64(500 * time.Microsecond),
+		IdleStarve:        int64(time.Millisecond),
 		HolderTTL:         int64(time.Second),
 		ProfileTurn:       int64(time.Second),
 		DefaultKernel:     int64(100 * time.Microsecond),
