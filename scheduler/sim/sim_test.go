@@ -38,19 +38,25 @@ func TestAloneMatchesAnalytic(t *testing.T) {
 	}
 }
 
+// profile gives each service the profile 20 simulated runs alone make.
+func profile(t *testing.T, dev devmodel.Config, svcs ...*Service) {
+	t.Helper()
+	for _, sv := range svcs {
+		p, err := BuildProfile(dev, *sv, 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sv.Profile = p
+	}
+}
+
 func pair(t *testing.T, mode Mode) *Result {
 	t.Helper()
 	hpTr, lpTr := loadTrace(t, "h100/resnet50_4_fwd"), loadTrace(t, "h100/bert_2_fwd")
 	dev := devmodel.DefaultConfig()
 	hp := Service{Name: "hp", Priority: 0, Kernels: KernelsFromTrace(hpTr, 12000), Every: 5 * time.Millisecond, Runs: 100}
 	lp := Service{Name: "lp", Priority: 5, Kernels: KernelsFromTrace(lpTr, 5000)}
-	var err error
-	if hp.Profile, err = BuildProfile(dev, hp, 20); err != nil {
-		t.Fatal(err)
-	}
-	if lp.Profile, err = BuildProfile(dev, lp, 20); err != nil {
-		t.Fatal(err)
-	}
+	profile(t, dev, &hp, &lp)
 	opts := DefaultOptions()
 	opts.Mode = mode
 	opts.Device = dev
@@ -116,13 +122,7 @@ func TestIdleBetweenRuns(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			hp := Service{Name: "hp", Priority: 0, Kernels: KernelsFromTrace(hpTr, 12000), Every: tc.every, Burst: tc.burst, Runs: tc.runs}
 			lp := Service{Name: "lp", Priority: 5, Kernels: KernelsFromTrace(lpTr, 5000)}
-			var err error
-			if hp.Profile, err = BuildProfile(dev, hp, 20); err != nil {
-				t.Fatal(err)
-			}
-			if lp.Profile, err = BuildProfile(dev, lp, 20); err != nil {
-				t.Fatal(err)
-			}
+			profile(t, dev, &hp, &lp)
 			run := func(mode Mode, svcs ...Service) *Result {
 				opts := DefaultOptions()
 				opts.Mode, opts.Device = mode, dev
