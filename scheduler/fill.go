@@ -362,7 +362,7 @@ func (n *Node) schedule(g *gpu) {
 			n.startIdle(g)
 		}
 	}
-	if g.idle {
+	if g.idle && (g.idleCap > 0 || n.idleStarves(g)) {
 		n.fillIdle(g)
 	}
 }
@@ -383,6 +383,7 @@ func (n *Node) startIdle(g *gpu) {
 	g.idleCap = mini(n.cfg.InflightBudget, n.budgetLeft(g)-sw)
 	if g.idleCap <= 0 {
 		g.idleCap = 0
+		n.passOver(g)
 		return
 	}
 	n.charge(g, sw+g.idleCap)

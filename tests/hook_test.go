@@ -527,7 +527,7 @@ func TestHookProfilingExit(t *testing.T) {
 			// kernel starts after the driver's cold path, which measure.c
 			// estimates from the median of the runs so far (here one to
 			// three): it may be a few µs more off.
-			lo, hi := uint64(20000-2500), uint64(22500+500)
+			lo, hi := uint64(17500), uint64(23000)
 			if inRun[m.Run] == 0 {
 				lo, hi = 15000, 25000
 			}
