@@ -49,7 +49,14 @@ func TestHookPaths(t *testing.T) {
 			if len(units) == 0 {
 				t.Fatalf("launcher reported no launches: %v", r)
 			}
-			// The last messages leave right after the process's final sync.
+			// The last messages leave right after the process's final sync:
+			// wait for every launch and each process's Goodbye, which comes
+			// after its last RunEnd (waiting for the launches alone judged a
+			// run end still on its way: 2 of 3 RunEnds, once in ~25 runs).
+			procs := map[int]bool{}
+			for _, u := range units {
+				procs[u.Pid] = true
+			}
 			var byTask map[uint32][]taskLaunch
 			waitFor(2*time.Second, func() bool {
 				byTask = launchesByTask(sched.Received())
@@ -57,7 +64,7 @@ func TestHookPaths(t *testing.T) {
 				for _, ls := range byTask {
 					n += len(ls)
 				}
-				return n >= len(units)
+				return n >= len(units) && len(ofType[*udp.Goodbye](sched.Received())) >= len(procs)
 			})
 			if bad := sched.Bad(); len(bad) > 0 {
 				t.Fatalf("undecodable datagrams: %v", bad)
