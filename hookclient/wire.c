@@ -373,6 +373,17 @@ static int skip_obj(rbuf *r, int depth)
 	return -1; /* 0xc1, never used */
 }
 
+/* The optional seen_ns and expires_ns of Grant and State, after the need
+ * fields already read. */
+static int get_gate(rbuf *r, uint32_t n, uint32_t *need, fk_msg_in *m)
+{
+	if (n > 2 + *need && ++*need && get_uint(r, UINT64_MAX, &m->seen_ns))
+		return -1;
+	if (n > 2 + *need && ++*need && get_uint(r, UINT64_MAX, &m->expires_ns))
+		return -1;
+	return 0;
+}
+
 int fk_decode(const void *buf, size_t len, fk_msg_in *m)
 {
 	rbuf r = {(const uint8_t *)buf, (const uint8_t *)buf + len};
@@ -397,12 +408,20 @@ int fk_decode(const void *buf, size_t len, fk_msg_in *m)
 		      get_u8(&r, FK_ROLE_HOLDER, FK_ROLE_WAITER, &m->role) ||
 		      get_u8(&r, FK_PHASE_PROFILING, FK_PHASE_SHARING, &m->phase) ||
 		      get_u32(&r, &m->profile_runs) || get_u32(&r, &m->heartbeat_ms);
+		/* optional (design: absent reads as zero) */
+		if (!bad && n > 2 + need && ++need)
+			bad = get_str(&r, &m->board, &m->board_len);
+		if (!bad && n > 2 + need && ++need)
+			bad = get_uint(&r, UINT64_MAX, &m->board_gen);
+		if (!bad && n > 2 + need && ++need)
+			bad = get_u8(&r, 0, FK_BOARD_GPUS - 1, &m->board_gpu);
 		break;
 	case FK_MSG_GRANT:
 		need = 3;
 		if (n < 2 + need)
 			return -1;
-		bad = get_u32(&r, &m->task_id) || get_u32(&r, &m->seq) || get_u32(&r, &m->credit);
+		bad = get_u32(&r, &m->task_id) || get_u32(&r, &m->seq) || get_u32(&r, &m->credit) ||
+		      get_gate(&r, n, &need, m);
 		break;
 	case FK_MSG_HOLD:
 		need = 2;
@@ -415,7 +434,8 @@ int fk_decode(const void *buf, size_t len, fk_msg_in *m)
 		if (n < 2 + need)
 			return -1;
 		bad = get_u32(&r, &m->task_id) || get_u8(&r, FK_ROLE_HOLDER, FK_ROLE_WAITER, &m->role) ||
-		      get_u8(&r, FK_PHASE_PROFILING, FK_PHASE_SHARING, &m->phase) || get_u32(&r, &m->credit);
+		      get_u8(&r, FK_PHASE_PROFILING, FK_PHASE_SHARING, &m->phase) || get_u32(&r, &m->credit) ||
+		      get_gate(&r, n, &need, m);
 		break;
 	case FK_MSG_ERROR:
 		need = 3;

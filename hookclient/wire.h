@@ -10,6 +10,7 @@
 
 #define FK_WIRE_VERSION 1
 #define FK_MAX_DATAGRAM 1400
+#define FK_BOARD_GPUS 16 /* GPU sections of a board: udp.BoardGPUs */
 
 enum fk_msg_type {
 	FK_MSG_REGISTER = 1,
@@ -103,6 +104,11 @@ typedef struct fk_msg_in {
 	uint8_t role, phase, code;
 	const char *message; /* Error: points into the datagram, not NUL-terminated */
 	size_t message_len;
+	uint64_t seen_ns, expires_ns; /* Grant, State: the permission's gate (0: none) */
+	const char *board;            /* RegisterAck: board path, as message */
+	size_t board_len;
+	uint64_t board_gen;
+	uint8_t board_gpu;
 } fk_msg_in;
 
 /* Decode a daemon → hook datagram. Returns 0 on success, -1 if it is not a

@@ -113,9 +113,14 @@ func (d *Decoder) fast(b []byte) (Type, bool) {
 	}
 	t := Type(b[2])
 	sch := messages[t].fields
-	if b[0] != 0x90|byte(2+len(sch)) {
+	n := int(b[0]) - 0x90 - 2
+	if b[0]&0xf0 != 0x90 || n < required(sch) || n > len(sch) {
 		return 0, false
 	}
+	for i := n; i < len(sch); i++ {
+		d.v.u[i] = 0 // optional, absent
+	}
+	sch = sch[:n]
 	p := 3
 	for i := range sch {
 		if p >= len(b) {
@@ -182,15 +187,19 @@ func (d *Decoder) full(b []byte) (Type, error) {
 	}
 	t := Type(tv)
 	sch := messages[t].fields
-	if n < 2+len(sch) {
+	if n < 2+required(sch) {
 		return 0, fmt.Errorf("decode %v: %s: %w", t, sch[n-2].name, ErrMissingField)
 	}
 	for i, f := range sch {
+		if i >= n-2 { // optional, absent
+			d.v.u[i], d.v.s[i] = 0, ""
+			continue
+		}
 		if err := d.field(i, f); err != nil {
 			return 0, fmt.Errorf("decode %v: %s: %w", t, f.name, err)
 		}
 	}
-	if err := d.skip(n - 2 - len(sch)); err != nil {
+	if err := d.skip(max(0, n-2-len(sch))); err != nil {
 		return 0, fmt.Errorf("decode %v: extra element: %w", t, err)
 	}
 	if r := d.br.Len(); r > 0 {

@@ -63,6 +63,7 @@ func (e *encoder) append(dst []byte, t Type, sch []field) ([]byte, error) {
 	if err := validate(t, sch, &e.v); err != nil {
 		return dst, err
 	}
+	sch = present(sch, &e.v)
 	size := encodedSize(sch, &e.v)
 	if size > MaxDatagram {
 		if t != TypeKernelInfo {

@@ -16,7 +16,7 @@ func TestEncodedSize(t *testing.T) {
 		}
 		var vals values
 		v.msg.put(&vals)
-		size := encodedSize(messages[v.msg.Type()].fields, &vals)
+		size := encodedSize(present(messages[v.msg.Type()].fields, &vals), &vals)
 		if v.msg.Type() == TypeKernelInfo && size > MaxDatagram {
 			size = MaxDatagram
 		}

@@ -112,6 +112,12 @@ type RegisterAck struct {
 	Phase       Phase
 	ProfileRuns uint32 // runs the profiling phase lasts
 	HeartbeatMS uint32 // interval at which the hook sends Heartbeat
+	// Board is the path of the daemon's board (docs/design.md "Board"),
+	// "" when it has none for this task; BoardGen the generation its header
+	// must show, BoardGPU the section of the task's GPU.
+	Board    string
+	BoardGen uint64
+	BoardGPU uint8
 }
 
 // Grant lets a waiter launch (type 9).
@@ -119,6 +125,18 @@ type Grant struct {
 	TaskID uint32
 	Seq    uint32 // the LaunchRequest's seq
 	Credit uint32 // further launches allowed without a LaunchRequest
+	Gate
+}
+
+// Gate bounds a permission (a Grant, or a State's role or credit): it
+// holds while no task of a better priority launched after SeenNS (the
+// latest such launch the daemon knew of, on its CLOCK_MONOTONIC; a hook
+// that shares the daemon's board checks this at each launch) and until
+// ExpiresNS (0: no expiry; absolute CLOCK_MONOTONIC for a hook on the
+// daemon's host, otherwise ns after the hook receives it).
+type Gate struct {
+	SeenNS    uint64
+	ExpiresNS uint64
 }
 
 // Hold tells a waiter it is still queued: keep waiting and reset the grant
@@ -135,6 +153,7 @@ type State struct {
 	Role   Role
 	Phase  Phase
 	Credit uint32
+	Gate
 }
 
 // Error reports a problem with a message the daemon received (type 12).
@@ -192,16 +211,47 @@ type field struct {
 	name   string
 	kind   kind
 	lo, hi uint64 // kUint only
+	// opt marks a field added after the type's first version: it is last
+	// (only optional fields follow it), an encoder omits it while it and
+	// every field after it are zero, and a decoder reads its absence as 0.
+	opt bool
 }
 
-// maxFields is the largest number of fields of any type.
-const maxFields = 7
+// BoardGPUs is how many GPU sections a daemon's board has (docs/design.md
+// "Board"): RegisterAck's board_gpu is below it.
+const BoardGPUs = 16
 
-func u8(name string) field                  { return field{name, kUint, 0, math.MaxUint8} }
-func u32(name string) field                 { return field{name, kUint, 0, math.MaxUint32} }
-func u64(name string) field                 { return field{name, kUint, 0, math.MaxUint64} }
-func enum(name string, lo, hi uint64) field { return field{name, kUint, lo, hi} }
+// maxFields is the largest number of fields of any type.
+const maxFields = 9
+
+func u8(name string) field                  { return field{name: name, kind: kUint, hi: math.MaxUint8} }
+func u32(name string) field                 { return field{name: name, kind: kUint, hi: math.MaxUint32} }
+func u64(name string) field                 { return field{name: name, kind: kUint, hi: math.MaxUint64} }
+func enum(name string, lo, hi uint64) field { return field{name: name, kind: kUint, lo: lo, hi: hi} }
 func str(name string) field                 { return field{name: name, kind: kStr} }
+
+// optional makes f an optional field (field.opt).
+func optional(f field) field { f.opt = true; return f }
+
+// required returns how many of sch's fields every datagram carries.
+func required(sch []field) int {
+	n := len(sch)
+	for n > 0 && sch[n-1].opt {
+		n--
+	}
+	return n
+}
+
+// present trims sch to the fields an encoder writes for v: the trailing
+// optional fields that are zero are left out, so a message that uses none
+// of them is the same bytes as before they were added.
+func present(sch []field, v *values) []field {
+	n := len(sch)
+	for n > 0 && sch[n-1].opt && v.u[n-1] == 0 && v.s[n-1] == "" {
+		n--
+	}
+	return sch[:n]
+}
 
 // messageDef is one row of the protocol: everything about a message type
 // but its number (types.go) and its Go struct's put/get (below). The name
@@ -238,10 +288,13 @@ var messages = [...]messageDef{
 	TypeHeartbeat: def[Heartbeat]("Heartbeat", ToDaemon, u32("task_id")),
 	TypeGoodbye:   def[Goodbye]("Goodbye", ToDaemon, u32("task_id")),
 	TypeRegisterAck: def[RegisterAck]("RegisterAck", ToHook, u32("seq"), u32("task_id"), roleField, phaseField,
-		u32("profile_runs"), u32("heartbeat_ms")),
-	TypeGrant: def[Grant]("Grant", ToHook, u32("task_id"), u32("seq"), u32("credit")),
-	TypeHold:  def[Hold]("Hold", ToHook, u32("task_id"), u32("seq")),
-	TypeState: def[State]("State", ToHook, u32("task_id"), roleField, phaseField, u32("credit")),
+		u32("profile_runs"), u32("heartbeat_ms"), optional(str("board")), optional(u64("board_gen")),
+		optional(enum("board_gpu", 0, BoardGPUs-1))),
+	TypeGrant: def[Grant]("Grant", ToHook, u32("task_id"), u32("seq"), u32("credit"), optional(u64("seen_ns")),
+		optional(u64("expires_ns"))),
+	TypeHold: def[Hold]("Hold", ToHook, u32("task_id"), u32("seq")),
+	TypeState: def[State]("State", ToHook, u32("task_id"), roleField, phaseField, u32("credit"),
+		optional(u64("seen_ns")), optional(u64("expires_ns"))),
 	TypeError: def[Error]("Error", ToHook, enum("code", uint64(CodeUnknownTask), uint64(CodeOverloaded)),
 		u32("task_id"), str("message")),
 	TypeKernelInfo: def[KernelInfo]("KernelInfo", ToDaemon, u32("task_id"), u64("kernel_id"), str("name"),
@@ -332,17 +385,20 @@ func (m KernelInfo) Type() Type    { return TypeKernelInfo }
 func (m RegisterAck) put(v *values) {
 	v.u[0], v.u[1], v.u[2], v.u[3], v.u[4], v.u[5] = uint64(m.Seq), uint64(m.TaskID), uint64(m.Role),
 		uint64(m.Phase), uint64(m.ProfileRuns), uint64(m.HeartbeatMS)
+	v.s[6], v.u[7], v.u[8] = m.Board, m.BoardGen, uint64(m.BoardGPU)
 }
 func (m *RegisterAck) get(v *values) {
 	*m = RegisterAck{Seq: uint32(v.u[0]), TaskID: uint32(v.u[1]), Role: Role(v.u[2]), Phase: Phase(v.u[3]),
-		ProfileRuns: uint32(v.u[4]), HeartbeatMS: uint32(v.u[5])}
+		ProfileRuns: uint32(v.u[4]), HeartbeatMS: uint32(v.u[5]), Board: v.s[6], BoardGen: v.u[7],
+		BoardGPU: uint8(v.u[8])}
 }
 
 func (m Grant) put(v *values) {
-	v.u[0], v.u[1], v.u[2] = uint64(m.TaskID), uint64(m.Seq), uint64(m.Credit)
+	v.u[0], v.u[1], v.u[2], v.u[3], v.u[4] = uint64(m.TaskID), uint64(m.Seq), uint64(m.Credit), m.SeenNS, m.ExpiresNS
 }
 func (m *Grant) get(v *values) {
-	*m = Grant{TaskID: uint32(v.u[0]), Seq: uint32(v.u[1]), Credit: uint32(v.u[2])}
+	*m = Grant{TaskID: uint32(v.u[0]), Seq: uint32(v.u[1]), Credit: uint32(v.u[2]),
+		Gate: Gate{SeenNS: v.u[3], ExpiresNS: v.u[4]}}
 }
 
 func (m Hold) put(v *values)  { v.u[0], v.u[1] = uint64(m.TaskID), uint64(m.Seq) }
@@ -350,9 +406,11 @@ func (m *Hold) get(v *values) { *m = Hold{TaskID: uint32(v.u[0]), Seq: uint32(v.
 
 func (m State) put(v *values) {
 	v.u[0], v.u[1], v.u[2], v.u[3] = uint64(m.TaskID), uint64(m.Role), uint64(m.Phase), uint64(m.Credit)
+	v.u[4], v.u[5] = m.SeenNS, m.ExpiresNS
 }
 func (m *State) get(v *values) {
-	*m = State{TaskID: uint32(v.u[0]), Role: Role(v.u[1]), Phase: Phase(v.u[2]), Credit: uint32(v.u[3])}
+	*m = State{TaskID: uint32(v.u[0]), Role: Role(v.u[1]), Phase: Phase(v.u[2]), Credit: uint32(v.u[3]),
+		Gate: Gate{SeenNS: v.u[4], ExpiresNS: v.u[5]}}
 }
 
 func (m Error) put(v *values) { v.u[0], v.u[1], v.s[2] = uint64(m.Code), uint64(m.TaskID), m.Message }

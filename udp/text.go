@@ -30,7 +30,7 @@ func Format(m Message) string {
 	m.put(&v)
 	var b strings.Builder
 	b.WriteString(t.String())
-	for i, f := range sch {
+	for i, f := range present(sch, &v) {
 		b.WriteByte(' ')
 		b.WriteString(f.name)
 		b.WriteByte('=')
@@ -117,7 +117,7 @@ func ParseText(s string) (Message, error) {
 		}
 	}
 	for i, f := range sch {
-		if !seen[i] {
+		if !seen[i] && !f.opt {
 			return nil, fmt.Errorf("parse %v: %s: %w", t, f.name, ErrMissingField)
 		}
 	}

@@ -110,12 +110,19 @@ func vectorCases() []vector {
 	add("register_ack_max", RegisterAck{Seq: math.MaxUint32, TaskID: math.MaxUint32, Role: RoleWaiter, Phase: PhaseSharing,
 		ProfileRuns: math.MaxUint32, HeartbeatMS: math.MaxUint32})
 	add("register_ack_min", RegisterAck{Role: RoleHolder, Phase: PhaseProfiling})
+	add("register_ack_board", RegisterAck{Seq: 1, TaskID: 2, Role: RoleWaiter, Phase: PhaseSharing, ProfileRuns: 100,
+		HeartbeatMS: 1000, Board: "/home/u/.local/share/fikit/board", BoardGen: 0x0123456789abcdef, BoardGPU: 3})
+	add("register_ack_board_gpu_max", RegisterAck{Seq: 1, TaskID: 2, Role: RoleHolder, Phase: PhaseSharing,
+		Board: "b", BoardGen: 1, BoardGPU: BoardGPUs - 1})
 
 	add("grant_basic", Grant{TaskID: 7, Seq: 300, Credit: 0})
 	for _, v := range boundaryU32 {
 		add(fmt.Sprintf("grant_credit_%d", v), Grant{TaskID: 2, Seq: 5, Credit: uint32(v)})
 	}
 	add("grant_max", Grant{TaskID: math.MaxUint32, Seq: math.MaxUint32, Credit: math.MaxUint32})
+	add("grant_gate", Grant{TaskID: 2, Seq: 5, Credit: 3, Gate: Gate{SeenNS: 123456789012, ExpiresNS: 123457789012}})
+	add("grant_seen_only", Grant{TaskID: 2, Seq: 5, Credit: 3, Gate: Gate{SeenNS: 1}})
+	add("grant_expires_only", Grant{TaskID: 2, Seq: 5, Gate: Gate{ExpiresNS: math.MaxUint64}})
 	add("launch_batch_one", LaunchBatch{TaskID: 1, Seq: 1, BaseNS: 123_456_789_012, Launches: []Launch{{KernelID: 0x1a60b5313197dee7}}})
 	add("launch_batch_offsets", LaunchBatch{TaskID: 3, Seq: 40, BaseNS: 1 << 40, Launches: []Launch{
 		{KernelID: 0x1a60b5313197dee7, OffsetNS: 0}, {KernelID: 0xeabe423fa458ec9a, OffsetNS: 127},
@@ -140,6 +147,9 @@ func vectorCases() []vector {
 	}
 	add("state_revoke", State{TaskID: 4, Role: RoleWaiter, Phase: PhaseSharing, Credit: 0})
 	add("state_max", State{TaskID: math.MaxUint32, Role: RoleWaiter, Phase: PhaseSharing, Credit: math.MaxUint32})
+	add("state_gate", State{TaskID: 4, Role: RoleHolder, Phase: PhaseSharing, Gate: Gate{SeenNS: 987654321, ExpiresNS: 0}})
+	add("state_credit_gate", State{TaskID: 4, Role: RoleWaiter, Phase: PhaseSharing, Credit: 8,
+		Gate: Gate{SeenNS: 5, ExpiresNS: 6000000}})
 
 	for c := CodeUnknownTask; c <= CodeOverloaded; c++ {
 		add(fmt.Sprintf("error_code_%d", c), Error{Code: c, TaskID: 12, Message: c.String()})
@@ -195,7 +205,8 @@ func decodeOnlyCases() []struct{ name, text, hex string } {
 		{"str32_empty", "Error code=3 task_id=1 message=\"\"", "95010c0301db00000000"},
 		{"bin16_uuid", "Register seq=1 task_key=\"k\" pid=2 priority=3 device_uuid=hex:000102030405060708090a0b0c0d0e0f device_name=\"d\" hook_flags=0",
 			"99010101" + "a16b" + "02" + "03" + "c50010000102030405060708090a0b0c0d0e0f" + "a164" + "00"},
-		{"extra_int", "Grant task_id=7 seq=300 credit=0", "96010907cd012c00" + "2a"},
+		{"extra_int", "Grant task_id=7 seq=300 credit=0 seen_ns=0 expires_ns=0", "98010907cd012c00" + "0000" + "2a"},
+		{"optional_zero", "Grant task_id=7 seq=300 credit=0", "96010907cd012c00" + "00"},
 		{"extra_nil_bool_float", "Hold task_id=1 seq=2", "97010a0102" + "c0c3cb3ff0000000000000"},
 		{"extra_str_bin", "Heartbeat task_id=1", "95010601" + "a3616263" + "c4020102"},
 		{"extra_array_map", "Heartbeat task_id=1", "96010601" + "93010203" + "82a161019102a162" + "92c0c2"},
@@ -203,8 +214,8 @@ func decodeOnlyCases() []struct{ name, text, hex string } {
 		{"extra_nested_deep", "Heartbeat task_id=1", "94010601" + strings.Repeat("91", 300) + "00"},
 		{"extra_many", "Goodbye task_id=1", "dc00100107" + "01" + strings.Repeat("00", 13)},
 		{"register_ack_extra", "RegisterAck seq=1 task_id=1 role=1 phase=1 profile_runs=100 heartbeat_ms=1000",
-			"990108010101016" + "4cd03e8" + "a46e657721"},
-		{"state_extra", "State task_id=4 role=2 phase=2 credit=0", "97010b04020200" + "9100"},
+			"9c0108010101016" + "4cd03e8" + "a0" + "00" + "00" + "a46e657721"},
+		{"state_extra", "State task_id=4 role=2 phase=2 credit=0", "99010b04020200" + "0000" + "9100"},
 		{"error_extra", "Error code=1 task_id=12 message=\"\"", "96010c010ca0c0"},
 		{"record_extra_elements", "Measurements task_id=1 run=1 records=[[1,2,3,0];[4,5,6,1]]",
 			"95010401019295010203" + "00" + "c0" + "9404050601"},

@@ -69,16 +69,39 @@ static int parse_vec(char *line, vec *v)
 	return v->hexlen < 0 ? -1 : 0;
 }
 
-static const char *get(vec *v, const char *key)
+static const char *find(vec *v, const char *key)
 {
 	for (int i = 0; i < v->nf; i++)
 		if (!strcmp(v->f[i].key, key))
 			return v->f[i].val;
-	fprintf(stderr, "%s: no field %s\n", v->name, key);
-	exit(2);
+	return NULL;
 }
 
-static uint64_t num(vec *v, const char *key) { return strtoull(get(v, key), NULL, 10); }
+static const char *get(vec *v, const char *key)
+{
+	const char *s = find(v, key);
+	if (!s) {
+		fprintf(stderr, "%s: no field %s\n", v->name, key);
+		exit(2);
+	}
+	return s;
+}
+
+/* Optional fields (design: wire protocol) are absent from a vector when zero. */
+static int optional(const char *key)
+{
+	static const char *const opt[] = {"seen_ns", "expires_ns", "board", "board_gen", "board_gpu"};
+	for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++)
+		if (!strcmp(key, opt[i]))
+			return 1;
+	return 0;
+}
+
+static uint64_t num(vec *v, const char *key)
+{
+	const char *s = optional(key) ? find(v, key) : get(v, key);
+	return s ? strtoull(s, NULL, 10) : 0;
+}
 
 static size_t str(vec *v, const char *key, char *out)
 {
@@ -218,11 +241,18 @@ static void decode_check(vec *v)
 	case FK_MSG_REGISTER_ACK:
 		CHECK(m.seq == num(v, "seq") && m.task_id == num(v, "task_id") && m.role == num(v, "role") &&
 			      m.phase == num(v, "phase") && m.profile_runs == num(v, "profile_runs") &&
-			      m.heartbeat_ms == num(v, "heartbeat_ms"),
+			      m.heartbeat_ms == num(v, "heartbeat_ms") && m.board_gen == num(v, "board_gen") &&
+			      m.board_gpu == num(v, "board_gpu"),
 		      "%s: fields differ", v->name);
+		{
+			static char b[4096];
+			size_t len = find(v, "board") ? str(v, "board", b) : 0;
+			CHECK(m.board_len == len && (!len || memcmp(m.board, b, len) == 0), "%s: board differs", v->name);
+		}
 		break;
 	case FK_MSG_GRANT:
-		CHECK(m.task_id == num(v, "task_id") && m.seq == num(v, "seq") && m.credit == num(v, "credit"),
+		CHECK(m.task_id == num(v, "task_id") && m.seq == num(v, "seq") && m.credit == num(v, "credit") &&
+			      m.seen_ns == num(v, "seen_ns") && m.expires_ns == num(v, "expires_ns"),
 		      "%s: fields differ", v->name);
 		break;
 	case FK_MSG_HOLD:
@@ -230,7 +260,8 @@ static void decode_check(vec *v)
 		break;
 	case FK_MSG_STATE:
 		CHECK(m.task_id == num(v, "task_id") && m.role == num(v, "role") && m.phase == num(v, "phase") &&
-			      m.credit == num(v, "credit"),
+			      m.credit == num(v, "credit") && m.seen_ns == num(v, "seen_ns") &&
+			      m.expires_ns == num(v, "expires_ns"),
 		      "%s: fields differ", v->name);
 		break;
 	case FK_MSG_ERROR: {
