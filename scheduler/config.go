@@ -42,6 +42,11 @@ type Config struct {
 	// low-priority work granted): a holder idle between bursts of runs
 	// must not stop everyone whose kernels are longer than the cap.
 	IdleStarve int64
+	// GrantLease is how long credit given in an idle period stays good
+	// (a window's credit is good until the window's end): a thread that
+	// wakes late must not launch on a permission the daemon gave for a
+	// GPU that was idle then.
+	GrantLease int64
 	// HolderTTL: a task counts as active this long after its last launch or
 	// registration; holders are the best-priority active tasks.
 	HolderTTL int64
@@ -96,6 +101,7 @@ func DefaultConfig() Config {
 		IdleFloor:         int64(50 * time.Microsecond),
 		RunIdle:           int64(500 * time.Microsecond),
 		IdleStarve:        int64(time.Millisecond),
+		GrantLease:        int64(2 * time.Millisecond),
 		HolderTTL:         int64(time.Second),
 		ProfileTurn:       int64(time.Second),
 		DefaultKernel:     int64(100 * time.Microsecond),

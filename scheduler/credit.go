@@ -79,12 +79,14 @@ func (n *Node) dropCredit(t *task) {
 // come first.
 func (n *Node) topUp(t *task) {
 	g := t.gpu
-	var room int64
+	var room, expires int64
 	switch {
 	case g.idle && g.idleCap > 0:
 		room = g.idleCap - maxi(0, g.lpBusyUntil-n.now) - g.reservedNs
+		expires = n.now + n.cfg.GrantLease
 	case g.window.open && n.now < g.window.end && n.windowStarting(g):
 		room = g.window.end - maxi(n.now, g.lpBusyUntil) - g.reservedNs
+		expires = g.window.end
 	default:
 		return
 	}
@@ -105,14 +107,15 @@ func (n *Node) topUp(t *task) {
 	}
 	n.reserve(t, ds)
 	n.stats.TopUps++
-	n.out.Grants = append(n.out.Grants, Grant{Task: t.id, Seq: t.seq, Credit: t.credit})
+	n.out.Grants = append(n.out.Grants, Grant{Task: t.id, Seq: t.seq, Credit: t.credit, Gate: n.gate(t, expires)})
 }
 
-// grant lets request r go, with credit for launches expected to take ds.
-func (n *Node) grant(r *request, ds []int64) {
+// grant lets request r go, with credit for launches expected to take ds,
+// good until expires (0: no expiry).
+func (n *Node) grant(r *request, ds []int64, expires int64) {
 	g := r.t.gpu
 	n.reserve(r.t, ds)
-	n.out.Grants = append(n.out.Grants, Grant{Task: r.t.id, Seq: r.seq, Credit: uint32(len(ds))})
+	n.out.Grants = append(n.out.Grants, Grant{Task: r.t.id, Seq: r.seq, Credit: uint32(len(ds)), Gate: n.gate(r.t, expires)})
 	n.stats.Grants++
 	n.stats.GrantedNs += r.est
 	r.t.lastLaunch = n.now
@@ -127,7 +130,51 @@ func (n *Node) revokeCredit(g *gpu) {
 		if t.role == RoleWaiter && t.credit > 0 {
 			n.stats.Revoked += uint64(t.credit)
 			n.dropCredit(t)
-			n.out.States = append(n.out.States, StateChange{Task: t.id, Role: t.role, Phase: t.phase})
+			n.out.States = append(n.out.States, StateChange{Task: t.id, Role: t.role, Phase: t.phase, Gate: n.gate(t, 0)})
 		}
+	}
+}
+
+// gate is what t's permission is given against: the latest launch of a
+// better priority than t's the core knows of, and the expiry.
+func (n *Node) gate(t *task, expires int64) Gate {
+	var seen int64
+	for _, at := range t.gpu.levelAt[:t.prio] {
+		seen = maxi(seen, at)
+	}
+	return Gate{Seen: seen, Expires: expires}
+}
+
+// noteLevel: a holder of priority p launched, or a task of priority p asked
+// to, at time at.
+func (g *gpu) noteLevel(p uint8, at int64) {
+	g.levelAt[p] = maxi(g.levelAt[p], at)
+}
+
+// boardObserved takes in what the board shows of g's levels: a level whose
+// latest launch is newer than the core knew has active tasks, which may
+// make them the holders at once (the lower holder's hook, seeing the same
+// launch, has stopped launching unasked and asks; it must not be told to
+// go on as a holder before the better task's reports arrive). Times after
+// now are not believed.
+func (n *Node) boardObserved(g *gpu, levels [10]int64) {
+	changed := false
+	for p, at := range levels {
+		at = mini(at, n.now)
+		if at <= g.levelAt[p] {
+			continue
+		}
+		g.levelAt[p] = at
+		for _, u := range g.tasks {
+			if int(u.prio) == p && u.lastActive < at {
+				u.lastActive = at
+				changed = changed || u.role != RoleHolder
+			}
+		}
+	}
+	if changed {
+		n.stats.BoardElections++
+		n.electHolders(g, nil)
+		n.schedule(g)
 	}
 }

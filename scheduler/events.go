@@ -138,6 +138,17 @@ type TaskWatched struct {
 	Watched bool // false: the watch could not be established
 }
 
+// BoardObserved: the board of the task's GPU (docs/design.md "Board")
+// shows Levels[p], the latest launch or launch request a hook of priority
+// p wrote there. The daemon steps it before a launch request of a hook on
+// its host: a better priority's launches may show there before their
+// reports arrive, and a task of that priority is then active (it holds).
+type BoardObserved struct {
+	Now    int64
+	Task   TaskID
+	Levels [10]int64
+}
+
 // Tick advances time; the daemon sends one at the deadline Ready asked for
 // (and whenever else it likes).
 type Tick struct {
@@ -157,6 +168,7 @@ func (e LaunchesNotified) at() int64     { return e.Now }
 func (e RunEnded) at() int64             { return e.Now }
 func (e Heartbeat) at() int64            { return e.Now }
 func (e TaskWatched) at() int64          { return e.Now }
+func (e BoardObserved) at() int64        { return e.Now }
 func (e MeasurementsReceived) at() int64 { return e.Now }
 func (e KernelInfoReceived) at() int64   { return e.Now }
 func (e Tick) at() int64                 { return e.Now }

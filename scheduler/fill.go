@@ -15,6 +15,7 @@ import (
 func (n *Node) notified(t *task, seq uint32, kernel uint64, at int64) {
 	n.countSeq(t, seq)
 	if t.role == RoleHolder {
+		t.gpu.noteLevel(t.prio, at)
 		n.noteLaunch(t, seq, at, n.holderLaunch(t, kernel, at, seq))
 		n.noteWork(t, at, t.busyUntil)
 		return
@@ -59,14 +60,21 @@ func (n *Node) requested(t *task, seq uint32, kernel uint64) error {
 	prev := t.seq
 	n.countSeq(t, seq)
 	g := t.gpu
+	g.noteLevel(t.prio, n.now)
 	if t.prio < n.holderPrio(g) || t.role == RoleHolder {
 		// A better task than the holders is back (or a holder that had not
 		// learned its role yet): it holds from now on.
 		t.lastActive = n.now
 		if t.role != RoleHolder {
 			n.electHolders(g, nil)
+		} else {
+			// A holder asks when its hook saw a better priority launch
+			// on the board (or had not learned its role): it holds still,
+			// against what the core knows now.
+			n.out.States = append(n.out.States, StateChange{Task: t.id, Role: t.role, Phase: t.phase, Credit: t.credit,
+				Gate: n.gate(t, 0)})
 		}
-		n.out.Grants = append(n.out.Grants, Grant{Task: t.id, Seq: seq})
+		n.out.Grants = append(n.out.Grants, Grant{Task: t.id, Seq: seq, Gate: n.gate(t, 0)})
 		n.stats.Grants++
 		n.noteLaunch(t, seq, n.now, n.holderLaunch(t, kernel, n.now, seq))
 		n.noteWork(t, n.now, t.busyUntil)
@@ -484,7 +492,7 @@ func (n *Node) fillWindow(g *gpu) {
 			g.lpInWindow = true
 		}
 		g.lpBusyUntil = start - g.reservedNs + r.est
-		n.grant(r, n.creditFor(r.t, r.seq, w.end-g.lpBusyUntil-g.reservedNs))
+		n.grant(r, n.creditFor(r.t, r.seq, w.end-g.lpBusyUntil-g.reservedNs), w.end)
 	}
 }
 
@@ -507,7 +515,7 @@ func (n *Node) fillIdle(g *gpu) {
 			return
 		}
 		g.lpBusyUntil = maxi(g.lpBusyUntil, n.now) + r.est
-		n.grant(r, n.creditFor(r.t, r.seq, g.idleCap-(g.lpBusyUntil-n.now)-g.reservedNs))
+		n.grant(r, n.creditFor(r.t, r.seq, g.idleCap-(g.lpBusyUntil-n.now)-g.reservedNs), n.now+n.cfg.GrantLease)
 	}
 }
 

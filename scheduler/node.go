@@ -116,6 +116,13 @@ func (n *Node) Step(ev Event) error {
 		}
 		t.watched = e.Watched
 		return nil
+	case BoardObserved:
+		t, err := n.task(e.Task)
+		if err != nil {
+			return err
+		}
+		n.boardObserved(t.gpu, e.Levels)
+		return nil
 	case Tick:
 		heard := n.now
 		if e.Heard > 0 {
@@ -277,7 +284,7 @@ func (n *Node) electHolders(g *gpu, quiet *task) {
 			// Nothing of a holder waits: let its queued launches go.
 			for _, r := range g.queues[t.prio] {
 				if r.t == t {
-					n.grant(r, nil)
+					n.grant(r, nil, 0)
 				}
 			}
 			n.dequeueTask(g, t)
@@ -287,7 +294,8 @@ func (n *Node) electHolders(g *gpu, quiet *task) {
 			t.nextLaunch = 0
 		}
 		if t != quiet {
-			n.out.States = append(n.out.States, StateChange{Task: t.id, Role: t.role, Phase: t.phase, Credit: t.credit})
+			n.out.States = append(n.out.States, StateChange{Task: t.id, Role: t.role, Phase: t.phase, Credit: t.credit,
+				Gate: n.gate(t, 0)})
 		}
 	}
 	n.updateWindow(g)
@@ -447,7 +455,8 @@ type Stats struct {
 	Grants, Holds, Credited, Revoked    uint64
 	TopUps                              uint64 // credit renewed without a request
 	Windows, IdlePeriods, EarlyStops    uint64
-	GrantedNs                           int64 // predicted low-priority GPU time granted
+	BoardElections                      uint64 // the board showed a better priority active before its reports came
+	GrantedNs                           int64  // predicted low-priority GPU time granted
 	UnscheduledLaunches, LostNotifies   uint64
 	ReorderedNotifies                   uint64 // arrived after a later seq: late, not lost
 	Refused                             uint64 // requests past MaxWaitingPerTask

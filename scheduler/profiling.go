@@ -267,7 +267,8 @@ func (n *Node) finishProfiling(t *task) {
 	t.phase = PhaseSharing
 	t.est = EstimatesFromProfile(prof)
 	n.stats.ProfilesCompleted++
-	n.out.States = append(n.out.States, StateChange{Task: t.id, Role: t.role, Phase: t.phase, Credit: t.credit})
+	n.out.States = append(n.out.States, StateChange{Task: t.id, Role: t.role, Phase: t.phase, Credit: t.credit,
+		Gate: n.gate(t, 0)})
 	n.electHolders(t.gpu, nil)
 	n.schedule(t.gpu)
 }

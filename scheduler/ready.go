@@ -23,6 +23,27 @@ type Grant struct {
 	Task   TaskID
 	Seq    uint32
 	Credit uint32
+	Gate
+}
+
+// Gate bounds a permission: it holds while no task of a better priority
+// than its receiver launched after Seen (the latest such launch the core
+// knew of; a hook sharing the daemon's board checks it at each launch),
+// and until Expires (0: no expiry).
+type Gate struct {
+	Seen    int64
+	Expires int64
+}
+
+func (g Gate) String() string {
+	var s string
+	if g.Seen != 0 {
+		s += fmt.Sprintf(" seen=%d", g.Seen)
+	}
+	if g.Expires != 0 {
+		s += fmt.Sprintf(" expires=%d", g.Expires)
+	}
+	return s
 }
 
 // Hold tells a waiting launch to keep waiting.
@@ -37,6 +58,7 @@ type StateChange struct {
 	Role   Role
 	Phase  Phase
 	Credit uint32
+	Gate
 }
 
 // RunVerdict says what profiling did with one run of a task.
@@ -77,10 +99,10 @@ func (r *Ready) String() string {
 		fmt.Fprintf(&b, "ack task=%d role=%s phase=%s\n", a.Task, a.Role, a.Phase)
 	}
 	for _, s := range r.States {
-		fmt.Fprintf(&b, "state task=%d role=%s phase=%s credit=%d\n", s.Task, s.Role, s.Phase, s.Credit)
+		fmt.Fprintf(&b, "state task=%d role=%s phase=%s credit=%d%s\n", s.Task, s.Role, s.Phase, s.Credit, s.Gate)
 	}
 	for _, g := range r.Grants {
-		fmt.Fprintf(&b, "grant task=%d seq=%d credit=%d\n", g.Task, g.Seq, g.Credit)
+		fmt.Fprintf(&b, "grant task=%d seq=%d credit=%d%s\n", g.Task, g.Seq, g.Credit, g.Gate)
 	}
 	for _, h := range r.Holds {
 		fmt.Fprintf(&b, "hold task=%d seq=%d\n", h.Task, h.Seq)

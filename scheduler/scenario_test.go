@@ -120,6 +120,18 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			recs = append(recs, profiler.Record{KernelID: k, DurationNs: uint64(dur(t, f[1])), GapNs: uint64(dur(t, f[2])), Flags: uint8(fl)})
 		}
 		err = h.node.Step(MeasurementsReceived{Now: h.now, Task: taskArg(t, args), Run: uint32(num(t, args, "run", 0)), Records: recs})
+	case "board":
+		// What the board shows: levels=p:at,p:at…
+		e := BoardObserved{Now: h.now, Task: taskArg(t, args)}
+		for _, pa := range strings.Split(args["levels"], ",") {
+			p, at, ok := strings.Cut(pa, ":")
+			lv, err := strconv.Atoi(p)
+			if !ok || err != nil || lv < 0 || lv > 9 {
+				t.Fatalf("%s: board levels are p:at,…", d.Pos)
+			}
+			e.Levels[lv] = dur(t, at)
+		}
+		err = h.node.Step(e)
 	case "watched":
 		err = h.node.Step(TaskWatched{Now: h.now, Task: taskArg(t, args), Watched: args["ok"] != "false"})
 	case "heartbeat":
@@ -139,6 +151,8 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 				ti.ID, ti.Key, ti.Priority, ti.Role, ti.Phase, ti.Credit, ti.Runs, ti.Waiting)
 		}
 		return b.String()
+	case "board_elections":
+		return fmt.Sprintf("%d\n", h.node.Stats().BoardElections)
 	case "notifications":
 		s := h.node.Stats()
 		return fmt.Sprintf("lost=%d reordered=%d\n", s.LostNotifies, s.ReorderedNotifies)

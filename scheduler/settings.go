@@ -64,6 +64,8 @@ var Settings = []Setting{
 		Help: "silence after which a holder inside a run counts as idle", field: func(c *Config) any { return &c.RunIdle }},
 	{Name: "idle-starve", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
 		Help: "an idle GPU this long lets a waiting kernel longer than the idle cap go", field: func(c *Config) any { return &c.IdleStarve }},
+	{Name: "grant-lease", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
+		Help: "credit given in an idle period may be used this long", field: func(c *Config) any { return &c.GrantLease }},
 	{Name: "holder-ttl", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
 		Help: "a task holds the GPU this long after its last launch", field: func(c *Config) any { return &c.HolderTTL }},
 	{Name: "profile-turn", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,

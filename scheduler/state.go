@@ -110,6 +110,10 @@ type gpu struct {
 	opp        uint64 // fill opportunities so far (windows, idle periods)
 	idleCap    int64  // the idle period's low-priority backlog cap
 	idleSince  int64  // when the idle period began
+	// levelAt[p] is the latest launch (or launch request) of a holder of
+	// priority p the core knows of: what a waiter's permission was given
+	// against (Gate.Seen).
+	levelAt [10]int64
 	// measuring is the waiter whose profiling run is under way, if any:
 	// while it lasts nothing of its priority or lower but its own
 	// kernels is granted (see profilingRun).
