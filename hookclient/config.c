@@ -69,6 +69,7 @@ void fk_config_load(fk_config *c, fk_getenv_fn get, fk_report_fn report)
 	c->log_level = FK_LOG_WARN;
 	c->grant_timeout_ms = FK_DEFAULT_GRANT_TIMEOUT_MS;
 	c->connect_timeout_ms = FK_DEFAULT_CONNECT_TIMEOUT_MS;
+	c->inflight = FK_DEFAULT_INFLIGHT;
 
 	const char *v;
 	long n;
@@ -91,6 +92,12 @@ void fk_config_load(fk_config *c, fk_getenv_fn get, fk_report_fn report)
 			c->disabled = 1;
 		else if (strcasecmp(v, "0") && strcasecmp(v, "false") && strcasecmp(v, "no") && strcasecmp(v, "off"))
 			bad(report, "FIKIT_DISABLE", v, "1/true/yes/on or 0/false/no/off", "enabled (0)");
+	}
+	if ((v = get("FIKIT_BOARD")) && *v) {
+		if (!strcasecmp(v, "off") || !strcasecmp(v, "0") || !strcasecmp(v, "false") || !strcasecmp(v, "no"))
+			c->board_off = 1;
+		else if (strcasecmp(v, "on") && strcasecmp(v, "1") && strcasecmp(v, "true") && strcasecmp(v, "yes"))
+			bad(report, "FIKIT_BOARD", v, "on or off", "on");
 	}
 	if ((v = get("FIKIT_SCHEDULER")) && *v && parse_addr(v, c)) {
 		char dflt[64];
@@ -122,4 +129,11 @@ void fk_config_load(fk_config *c, fk_getenv_fn get, fk_report_fn report)
 		else
 			bad(report, "FIKIT_CONNECT_TIMEOUT_MS", v, "an integer 1-10000", FK_XSTR(FK_DEFAULT_CONNECT_TIMEOUT_MS));
 	}
+	if ((v = get("FIKIT_INFLIGHT")) && *v) {
+		if (parse_int(v, 0, FK_INFLIGHT_MAX, &n) == 0)
+			c->inflight = (int)n;
+		else
+			bad(report, "FIKIT_INFLIGHT", v, "an integer 0-" FK_XSTR(FK_INFLIGHT_MAX), FK_XSTR(FK_DEFAULT_INFLIGHT));
+	}
+	c->local = !strncmp(c->host, "127.", 4) || !strcmp(c->host, "::1") || !strcasecmp(c->host, "localhost");
 }

@@ -17,6 +17,11 @@
  * hundreds of milliseconds, and a task that gives up runs un-hooked until a
  * later answer. */
 #define FK_DEFAULT_CONNECT_TIMEOUT_MS 1000
+/* Kernels a task may have queued or running while a better priority is
+ * registered on its GPU (docs/design.md "Board"): what a returning better
+ * task waits for at most. 0: no bound. */
+#define FK_DEFAULT_INFLIGHT 2
+#define FK_INFLIGHT_MAX 16
 
 #define FK_STR(x) #x
 #define FK_XSTR(x) FK_STR(x)
@@ -31,6 +36,9 @@ typedef struct fk_config {
 	int disabled;
 	int grant_timeout_ms;
 	int connect_timeout_ms;
+	int board_off; /* FIKIT_BOARD=off: gate by UDP alone (docs/design.md "Board") */
+	int inflight;  /* FIKIT_INFLIGHT */
+	int local;     /* the scheduler's address is loopback: it shares our clock */
 } fk_config;
 
 typedef const char *(*fk_getenv_fn)(const char *name);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "board.h"
 #include "config.h"
 #include "htab.h"
 #include "kernelid.h"
@@ -74,6 +75,7 @@ void fk_real_offer(int slot, void *p);
 	X(cuEventCreate)                                                                           \
 	X(cuEventRecord)                                                                           \
 	X(cuEventQuery)                                                                            \
+	X(cuEventSynchronize)                                                                      \
 	X(cuEventElapsedTime)                                                                      \
 	X(cuFuncGetName)                                                                           \
 	X(cuKernelGetName)                                                                         \
@@ -138,12 +140,26 @@ typedef struct fk_task {
 	atomic_uint revoked_seq;
 	atomic_uint task_id;
 	atomic_uint state;
+	/* The board section of the task's GPU (NULL: none) and the gate of the
+	 * current permission (docs/design.md "Board"): a waiter's credit, or a
+	 * lower-priority holder's role, holds while no better priority launched
+	 * after gate_seen, and until gate_expires (0: none; local clock). */
+	_Atomic(fk_board_gpu *) bgpu;
+	_Atomic(fk_board *) board;
+	_Atomic uint64_t gate_seen;
+	_Atomic uint64_t gate_expires;
 	_Alignas(64) atomic_uint seq; /* per-task launch counter (design) */
 	_Alignas(64) atomic_uint run_kernels;
 	_Atomic uint64_t run_start_ns;
 	_Atomic uint64_t backoff_until_ns; /* waiter: pass through until then */
 	atomic_uint backoff_ms;
 	_Atomic(fk_evpool *) pool;
+	/* Kernels in flight under the bound (inflight.c): events recorded after
+	 * them, oldest at head. */
+	pthread_mutex_t infl_mu;
+	CUevent infl_ev[FK_INFLIGHT_MAX];
+	uint32_t infl_head, infl_tail;
+	int infl_ready; /* 1: events made; -1: could not */
 	_Atomic uint64_t last_launch_ns; /* profiling: the last measured launch */
 	/* fixed at creation */
 	int index;
@@ -184,8 +200,25 @@ static inline fk_task *fk_task_current(void)
 }
 /* Send Register and wait (connect timeout) for the sender to see the ack. */
 void fk_task_register_sync(fk_task *t);
-void fk_task_apply(fk_task *t, int role, int phase, uint32_t credit); /* sender */
-void fk_credit_grant(fk_task *t, uint32_t seq, uint32_t credit);      /* Grant{seq, credit} */
+/* RegisterAck or State (sender); seen and expires as the wire carries them. */
+void fk_task_apply(fk_task *t, int role, int phase, uint32_t credit, uint64_t seen, uint64_t expires);
+/* Grant{seq, credit, seen, expires} */
+void fk_credit_grant(fk_task *t, uint32_t seq, uint32_t credit, uint64_t seen, uint64_t expires);
+/* The launching thread found the permission stale (board.h): no credit, and
+ * a lower-priority holder asks from now on, until the daemon says again. */
+void fk_gate_closed(fk_task *t);
+/* The in-flight bound (inflight.c): whether it applies now (a better
+ * priority is registered on its GPU); wait until a launch fits under it;
+ * record a bounded launch on stream s. */
+static inline int fk_inflight_bounded(const fk_board_gpu *bg)
+{
+	return bg && fk_cfg.inflight > 0 &&
+	       (atomic_load_explicit(&bg->registered, memory_order_relaxed) & ((1ull << fk_cfg.priority) - 1));
+}
+void fk_inflight_wait(fk_task *t);
+void fk_inflight_push(fk_task *t, CUstream s);
+/* Attach the board a RegisterAck names (sender). */
+void fk_task_board(fk_task *t, const fk_msg_in *ack);
 void fk_task_set_unreachable(fk_task *t);
 void fk_tasks_reset_child(void);
 

@@ -22,6 +22,7 @@ typedef struct lstate {
 	uint32_t seq;
 	uint32_t ev;
 	unsigned flags; /* FK_RF_* */
+	int bounded;    /* under the in-flight bound: record its completion */
 	CUstream evs;   /* the launch's stream, as the hook's own calls name it */
 	uint64_t t_ev; /* host time before the start event was recorded */
 	uint64_t t_launch; /* … and before the real launch */
@@ -41,6 +42,21 @@ static int push(const lstate *l, uint32_t spacing)
 	for (int i = 0; i < 6; i++)
 		r.dims[i] = l->dims[i];
 	return fk_ring_push(&fk_q, &r); /* full: dropped and counted, never waits */
+}
+
+/* Whether the permission t launches on has gone stale (docs/design.md
+ * "Board"): its expiry passed, or a better priority launched after what the
+ * daemon knew when it gave it. */
+static inline int gate_closed(fk_task *t, fk_board_gpu *bg)
+{
+	uint64_t exp = atomic_load_explicit(&t->gate_expires, memory_order_relaxed);
+	if (!exp && !bg)
+		return 0;
+	uint64_t now = fk_now_ns();
+	if (exp && now > exp)
+		return 1;
+	return bg && fk_board_above(atomic_load_explicit(&t->board, memory_order_relaxed), bg, fk_cfg.priority, now) >
+			     atomic_load_explicit(&t->gate_seen, memory_order_relaxed);
 }
 
 static int stream_capturing(CUstream s)
@@ -84,14 +100,32 @@ static inline int before(lstate *l, int slot, const fk_fn *fn, uintptr_t handle,
 	if (FK_UNLIKELY(fk_log_level >= FK_LOG_DEBUG))
 		fk_name_log_first((fk_fn *)fn, handle, l->dims);
 	l->flags = FK_RF_NOTIFY;
+	fk_board_gpu *bg = atomic_load_explicit(&t->bgpu, memory_order_relaxed);
+	l->bounded = 0;
+	if (FK_UNLIKELY(bg != NULL) && !(mode & FK_MODE_MEASURE) && fk_inflight_bounded(bg)) {
+		fk_inflight_wait(t); /* first: the gate below then sees the state after the wait */
+		l->bounded = 1;
+	}
+	if (!(mode & FK_MODE_WAITER) && FK_UNLIKELY(bg != NULL) && fk_cfg.priority > 0 && gate_closed(t, bg)) {
+		/* A holder of lower priority (the better one was idle past its TTL)
+		 * sees the better one launch: it asks from now on, until the daemon
+		 * makes it a holder again. Its queued work still runs, but no new
+		 * kernel joins the better one's run unasked. */
+		fk_gate_closed(t);
+		mode = atomic_load_explicit(&t->mode, memory_order_acquire);
+	}
 	if (mode & FK_MODE_WAITER) {
 		uint32_t next = atomic_load_explicit(&t->seq, memory_order_relaxed) + 1;
 		uint32_t lim = atomic_load_explicit(&t->credit_limit, memory_order_relaxed);
+		if ((int32_t)(lim - next) >= 0 && FK_UNLIKELY(gate_closed(t, bg)))
+			fk_gate_closed(t), lim = next - 1; /* stale credit: ask */
 		if ((int32_t)(lim - next) < 0) { /* no credit: ask (or fail open) */
 			uint64_t until = atomic_load_explicit(&t->backoff_until_ns, memory_order_relaxed);
 			if (until && fk_now_ns() < until)
 				return 0; /* failed open recently: pass straight through */
 			l->seq = atomic_fetch_add_explicit(&t->seq, 1, memory_order_relaxed) + 1;
+			if (bg) /* lower priorities see it before the daemon does */
+				fk_board_note(bg, fk_cfg.priority, fk_now_ns());
 			fk_waiter_request(t, l->seq, l->kid);
 			l->flags = 0; /* the request announced it */
 			mode = atomic_load_explicit(&t->mode, memory_order_acquire);
@@ -130,6 +164,8 @@ counted:
 			 * before it enqueues shift both sides alike (measure.c). */
 			uint64_t t0 = fk_now_ns();
 			atomic_store_explicit(&t->last_launch_ns, t0, memory_order_relaxed); /* measure.c: quiet() */
+			if (bg && !(mode & FK_MODE_WAITER))
+				fk_board_note(bg, fk_cfg.priority, t0);
 			if (fk_drv.cuEventRecord(p->start[l->ev], l->evs) == CUDA_SUCCESS) {
 				l->flags |= FK_RF_MEASURE;
 				l->t_ev = t0;
@@ -143,6 +179,8 @@ counted:
 	}
 	if (l->flags) {
 		l->t_launch = fk_now_ns(); /* vDSO: no syscall */
+		if (bg && !(mode & FK_MODE_WAITER))
+			fk_board_note(bg, fk_cfg.priority, l->t_launch);
 		push(l, 0);
 	}
 	return 1;
@@ -150,6 +188,8 @@ counted:
 
 static inline void after(lstate *l, CUresult rc)
 {
+	if (l->bounded && rc == CUDA_SUCCESS)
+		fk_inflight_push(l->t, l->evs);
 	if (!(l->flags & FK_RF_MEASURE))
 		return;
 	uint64_t spacing = l->t_launch - l->t_ev;

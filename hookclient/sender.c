@@ -264,7 +264,12 @@ static void on_register_ack(const fk_msg_in *m)
 		 * would register the task yet again. */
 		atomic_store(&t->rereg, 0);
 		fk_measure_registered(t);
-		fk_task_apply(t, m->role, m->phase, 0);
+		fk_task_board(t, m);
+		/* The ack carries no gate: what the board shows now is what the
+		 * daemon knew when it answered, near enough. */
+		fk_board *b = atomic_load(&t->board);
+		fk_board_gpu *bg = atomic_load(&t->bgpu);
+		fk_task_apply(t, m->role, m->phase, 0, bg ? fk_board_above(b, bg, fk_cfg.priority, fk_now_ns()) : 0, 0);
 		pthread_mutex_lock(&t->mu);
 		atomic_store(&t->state, FK_ST_ACTIVE);
 		pthread_cond_broadcast(&t->cv);
@@ -292,11 +297,11 @@ static void on_message(const uint8_t *buf, size_t len)
 		break;
 	case FK_MSG_STATE:
 		if ((t = task_by_id(m.task_id)))
-			fk_task_apply(t, m.role, m.phase, m.credit);
+			fk_task_apply(t, m.role, m.phase, m.credit, m.seen_ns, m.expires_ns);
 		break;
 	case FK_MSG_GRANT: /* a credit renewal (or a late grant): only its credit counts here */
 		if ((t = task_by_id(m.task_id)))
-			fk_credit_grant(t, m.seq, m.credit);
+			fk_credit_grant(t, m.seq, m.credit, m.seen_ns, m.expires_ns);
 		break;
 	case FK_MSG_ERROR:
 		fk_log(FK_LOG_DEBUG, "scheduler error %u for task %u: %.*s", m.code, m.task_id, (int)m.message_len,

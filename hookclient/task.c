@@ -35,6 +35,7 @@ static void task_sync_init(fk_task *t)
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_mutex_init(&t->mu, NULL);
+	pthread_mutex_init(&t->infl_mu, NULL);
 	pthread_cond_init(&t->cv, &ca);
 	pthread_condattr_destroy(&ca);
 }
@@ -119,7 +120,17 @@ fk_task *fk_task_slow(void)
 }
 
 /* Credit is a limit on the launch seq (docs/design.md). */
-void fk_credit_grant(fk_task *t, uint32_t seq, uint32_t credit)
+/* A gate's expiry on the local clock: the wire's is absolute for a daemon on
+ * this host (it shares CLOCK_MONOTONIC), else relative to its receipt. */
+static void gate_set(fk_task *t, uint64_t seen, uint64_t expires)
+{
+	if (expires && !fk_cfg.local)
+		expires += fk_now_ns();
+	atomic_store_explicit(&t->gate_seen, seen, memory_order_relaxed);
+	atomic_store_explicit(&t->gate_expires, expires, memory_order_relaxed);
+}
+
+void fk_credit_grant(fk_task *t, uint32_t seq, uint32_t credit, uint64_t seen, uint64_t expires)
 {
 	/* A grant for a launch older than the last revocation must not bring
 	 * credit back. The grant of the launch waiting at the revocation (seq
@@ -128,6 +139,7 @@ void fk_credit_grant(fk_task *t, uint32_t seq, uint32_t credit)
 	uint32_t rev = atomic_load_explicit(&t->revoked_seq, memory_order_relaxed);
 	if (rev && (int32_t)(seq - rev) < 0)
 		return;
+	gate_set(t, seen, expires);
 	uint32_t lim = seq + credit, cur = atomic_load_explicit(&t->credit_limit, memory_order_relaxed);
 	while ((int32_t)(lim - cur) > 0 &&
 	       !atomic_compare_exchange_weak_explicit(&t->credit_limit, &cur, lim, memory_order_relaxed,
@@ -145,7 +157,27 @@ static void credit_set(fk_task *t, uint32_t credit)
 }
 
 /* Apply a role/phase/credit from RegisterAck or State (sender thread). */
-void fk_task_apply(fk_task *t, int role, int phase, uint32_t credit)
+void fk_gate_closed(fk_task *t)
+{
+	credit_set(t, 0);
+	unsigned mode = atomic_load_explicit(&t->mode, memory_order_relaxed);
+	if (mode & FK_MODE_HOLDER)
+		atomic_store_explicit(&t->mode, (mode & ~(unsigned)FK_MODE_HOLDER) | FK_MODE_WAITER,
+				      memory_order_release);
+}
+
+void fk_task_board(fk_task *t, const fk_msg_in *m)
+{
+	fk_board *b = m->board_len ? fk_board_map(m->board, m->board_len, m->board_gen, m->board_gpu, t->uuid) : NULL;
+	fk_board_gpu *g = b ? &b->gpu[m->board_gpu] : NULL;
+	if (g && !atomic_load(&t->bgpu))
+		fk_log(FK_LOG_INFO, "sharing the scheduler's board %.*s (GPU section %u)", (int)m->board_len, m->board,
+		       m->board_gpu);
+	atomic_store(&t->board, b);
+	atomic_store(&t->bgpu, g);
+}
+
+void fk_task_apply(fk_task *t, int role, int phase, uint32_t credit, uint64_t seen, uint64_t expires)
 {
 	unsigned mode = role == FK_ROLE_WAITER ? FK_MODE_WAITER : FK_MODE_HOLDER;
 	if (phase == FK_PHASE_PROFILING) {
@@ -157,6 +189,7 @@ void fk_task_apply(fk_task *t, int role, int phase, uint32_t credit)
 		if (atomic_load(&t->pool))
 			mode |= FK_MODE_MEASURE;
 	}
+	gate_set(t, seen, expires);
 	credit_set(t, credit);
 	atomic_store_explicit(&t->mode, mode, memory_order_release);
 }
@@ -233,6 +266,10 @@ void fk_tasks_reset_child(void)
 		atomic_store(&t->backoff_until_ns, 0);
 		atomic_store(&t->backoff_ms, 0);
 		atomic_store(&t->pool, NULL); /* the parent's events */
+		t->infl_ready = 0;
+		t->infl_head = t->infl_tail = 0;
+		atomic_store(&t->board, NULL);
+		atomic_store(&t->bgpu, NULL);
 		t->reg_seq = 0;
 		t->reg_next_ns = 0;
 		t->reg_backoff_ms = 0;

@@ -136,7 +136,7 @@ void fk_waiter_request(fk_task *t, uint32_t seq, uint64_t kid)
 		if (fk_decode(buf, (size_t)r, &m) || m.task_id != id)
 			continue;
 		if (m.type == FK_MSG_GRANT && m.seq == seq) {
-			fk_credit_grant(t, m.seq, m.credit);
+			fk_credit_grant(t, m.seq, m.credit, m.seen_ns, m.expires_ns);
 			atomic_store(&t->backoff_ms, 0);
 			return;
 		}

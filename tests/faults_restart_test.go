@@ -253,7 +253,7 @@ func daemonStats(t testing.TB, d *daemonProc) schedStats {
 	return out.Stats
 }
 
-// monoNow is CLOCK_MONOTONIC, the clock of fikit-replay's start_ns.
+// monoNow is CLOCK_MONOTONIC: the clock of fikit-replay's start_ns, the hooks' and the board's.
 func monoNow() int64 {
 	var ts unix.Timespec
 	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/fikit/fikit/kernelid"
 	"github.com/fikit/fikit/udp"
+	"github.com/fikit/fikit/udp/board"
 )
 
 // schedPolicy is how the fake scheduler answers.
@@ -35,6 +36,13 @@ type schedPolicy struct {
 	// IgnoreRegisters: the first this many Registers go unanswered, as
 	// from a daemon waiting for a CPU.
 	IgnoreRegisters int
+	// Board, if set, is named in every RegisterAck (the GPU's section
+	// taken at its first Register), and Gate is given with every Grant.
+	Board *board.Board
+	Gate  udp.Gate
+	// NoteAt: after this many launches heard, priority 0 launches on the
+	// board (a better task is back).
+	NoteAt int
 }
 
 // recvd is one datagram the fake scheduler received.
@@ -62,6 +70,8 @@ type fakeSched struct {
 	forgot   bool            // ForgetAt has happened
 	regs     int             // Registers received
 	bad      []string        // datagrams that did not decode
+	section  int             // the board section of the last Register
+	noted    bool            // NoteAt has happened
 	done     chan struct{}
 }
 
@@ -124,8 +134,15 @@ func (f *fakeSched) serve() {
 			id := f.nextID
 			f.nextID++
 			f.pids[id], f.keys[id], f.prios[id], f.known[id] = m.PID, m.TaskKey, m.Priority, true
-			reply = &udp.RegisterAck{Seq: m.Seq, TaskID: id, Role: f.policy.Role, Phase: f.policy.Phase,
+			ack := &udp.RegisterAck{Seq: m.Seq, TaskID: id, Role: f.policy.Role, Phase: f.policy.Phase,
 				ProfileRuns: 100, HeartbeatMS: f.policy.HeartbeatMs}
+			if b := f.policy.Board; b != nil {
+				if sec, err := b.GPU(m.DeviceUUID); err == nil {
+					f.section = sec
+					ack.Board, ack.BoardGen, ack.BoardGPU = b.Path(), b.Generation(), uint8(sec)
+				}
+			}
+			reply = ack
 		case *udp.LaunchNotify:
 			task = m.TaskID
 			f.launches++
@@ -142,7 +159,7 @@ func (f *fakeSched) serve() {
 			task = m.TaskID
 			f.launches++
 			if !f.policy.NoGrant {
-				reply = &udp.Grant{TaskID: m.TaskID, Seq: m.Seq, Credit: f.policy.Credit}
+				reply = &udp.Grant{TaskID: m.TaskID, Seq: m.Seq, Credit: f.policy.Credit, Gate: f.policy.Gate}
 			}
 		case *udp.Heartbeat:
 			task = m.TaskID
@@ -153,6 +170,10 @@ func (f *fakeSched) serve() {
 			// end of the re-registered task may come first.
 			clear(f.known)
 			f.forgot = true
+		}
+		if f.policy.NoteAt > 0 && f.launches >= f.policy.NoteAt && !f.noted && f.policy.Board != nil {
+			f.policy.Board.Note(f.section, 0, monoNow())
+			f.noted = true
 		}
 		if task != 0 && !f.known[task] {
 			reply = &udp.Error{Code: udp.CodeUnknownTask, TaskID: task, Message: "unknown task"}
@@ -406,4 +427,37 @@ func profileReplay(t *testing.T, name string, runs int, timeline string) [][]udp
 func withheldRun(hookLog string, run int) bool {
 	return strings.Contains(hookLog, fmt.Sprintf("run %d: a kernel's start uncertain", run)) ||
 		strings.Contains(hookLog, fmt.Sprintf("run %d not measured whole", run))
+}
+
+// newBoard is a board in the test's directory whose heartbeat is kept fresh.
+func newBoard(t testing.TB) *board.Board {
+	t.Helper()
+	b, err := board.Create(filepath.Join(t.TempDir(), "board"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	done := make(chan struct{})
+	b.Heartbeat(monoNow())
+	go func() {
+		tk := time.NewTicker(50 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tk.C:
+				mu.Lock()
+				b.Heartbeat(monoNow())
+				mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(done)
+		mu.Lock()
+		b.Close()
+		mu.Unlock()
+	})
+	return b
 }

@@ -43,7 +43,10 @@
 //     [ErrRange]. A new enum value needs a new protocol version;
 //   - a datagram over MaxDatagram bytes is [ErrTooLarge]; bytes after the
 //     array are [ErrTrailing]; a wrong version is [ErrVersion]; an unknown
-//     type is [ErrUnknownType].
+//     type is [ErrUnknownType];
+//   - optional fields (Grant's and State's gate, RegisterAck's board) come
+//     last: an encoder leaves them out while they and every field after them
+//     are zero, and a decoder reads an absent one as zero.
 //
 // Decoders check in this order, so that a datagram with several defects
 // gets the same error everywhere: size; the array header (its length may

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -37,6 +38,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json"},
 			&cli.StringFlag{Name: "metrics-listen", Usage: "also serve Prometheus metrics over TCP at this address (e.g. 127.0.0.1:9470)"},
 			&cli.StringFlag{Name: "record", Usage: "append every scheduling decision to this file, one JSON line each (for fikit trace --decisions)"},
+			&cli.StringFlag{Name: "board", Value: "auto", Usage: "the board file hooks on this host share with the daemon (docs/design.md \"Board\"): a path, auto (<data-dir>/board, or under /dev/shm with --ephemeral) or off (UDP only, as in the paper)", EnvVars: []string{"FIKIT_BOARD_FILE"}},
 			&cli.IntFlag{Name: "nice", Value: -10, Usage: "nice value of the daemon (-20…19): hooked services wait on its answers, so it must not wait for a CPU behind them; needs CAP_SYS_NICE to lower, else a warning"},
 		}, schedulerFlags()...),
 		Action: func(c *cli.Context) error {
@@ -61,7 +63,7 @@ func serveCommand() *cli.Command {
 			return serve(c.Context, serveOptions{
 				listen: c.String("listen"), dataDir: c.String("data-dir"), ephemeral: c.Bool("ephemeral"),
 				dataDirSet: c.IsSet("data-dir"), metrics: c.String("metrics-listen"), sched: cfg, log: log,
-				record: c.String("record"), nice: c.Int("nice"), niceSet: c.IsSet("nice"),
+				record: c.String("record"), nice: c.Int("nice"), niceSet: c.IsSet("nice"), board: c.String("board"),
 			})
 		},
 	}
@@ -70,6 +72,7 @@ func serveCommand() *cli.Command {
 type serveOptions struct {
 	listen, dataDir, metrics string
 	record                   string // decision record file ("": none)
+	board                    string // --board: path, auto or off
 	nice                     int
 	niceSet                  bool
 	ephemeral, dataDirSet    bool
@@ -121,7 +124,8 @@ func serve(ctx context.Context, o serveOptions) error {
 		}
 		rec = f // the daemon closes it
 	}
-	srv, err := daemon.New(daemon.Config{Listen: o.listen, Store: st, AdminSocket: socket, Scheduler: o.sched, Logger: o.log, Record: rec})
+	srv, err := daemon.New(daemon.Config{Listen: o.listen, Store: st, AdminSocket: socket, Scheduler: o.sched, Logger: o.log, Record: rec,
+		Board: boardPath(o, socket != "")})
 	if err != nil {
 		st.Close()
 		if rec != nil {
@@ -190,4 +194,19 @@ func newLogger(level, format string) (*slog.Logger, error) {
 // usageError is a bad-invocation error: exit status 2.
 func usageError(c *cli.Context, format string, args ...any) error {
 	return &exitError{code: 2, err: fmt.Errorf(c.Command.Name+": "+format, args...)}
+}
+
+// boardPath resolves --board: "" for off.
+func boardPath(o serveOptions, dataDir bool) string {
+	switch o.board {
+	case "off", "":
+		return ""
+	case "auto":
+		if dataDir {
+			return filepath.Join(o.dataDir, "board")
+		}
+		_, port, _ := net.SplitHostPort(o.listen)
+		return filepath.Join("/dev/shm", fmt.Sprintf("fikit-%d-%s.board", os.Getuid(), port))
+	}
+	return o.board
 }

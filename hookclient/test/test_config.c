@@ -45,7 +45,7 @@ int main(int argc, char **argv)
 	load(&c, 0, NULL);
 	CHECK(!strcmp(c.host, "127.0.0.1") && c.port == 7070 && c.priority == 5 && !c.disabled &&
 		      c.log_level == FK_LOG_WARN && c.grant_timeout_ms == 200 && c.connect_timeout_ms == 1000 &&
-		      !c.task_key_set && nreports == 0,
+		      !c.task_key_set && nreports == 0 && !c.board_off && c.inflight == 2 && c.local,
 	      "defaults");
 
 	const char *const good[][2] = {{"FIKIT_SCHEDULER", "10.1.2.3:9000"}, {"FIKIT_PRIORITY", "0"},
@@ -56,8 +56,18 @@ int main(int argc, char **argv)
 	CHECK(nreports == 0, "good values reported: %s", reports[0]);
 	CHECK(!strcmp(c.host, "10.1.2.3") && c.port == 9000, "scheduler %s:%d", c.host, c.port);
 	CHECK(c.priority == 0 && c.task_key_set && !strcmp(c.task_key, "svc-a") && c.log_level == FK_LOG_DEBUG &&
-		      c.disabled && c.grant_timeout_ms == 50 && c.connect_timeout_ms == 20,
+		      c.disabled && c.grant_timeout_ms == 50 && c.connect_timeout_ms == 20 && !c.local,
 	      "good values not taken");
+
+	const char *const gate[][2] = {{"FIKIT_BOARD", "off"}, {"FIKIT_INFLIGHT", "0"}};
+	load(&c, 2, gate);
+	CHECK(nreports == 0 && c.board_off && c.inflight == 0, "FIKIT_BOARD=off FIKIT_INFLIGHT=0");
+	const char *const gate2[][2] = {{"FIKIT_BOARD", "on"}, {"FIKIT_INFLIGHT", "16"}};
+	load(&c, 2, gate2);
+	CHECK(nreports == 0 && !c.board_off && c.inflight == 16, "FIKIT_BOARD=on FIKIT_INFLIGHT=16");
+	const char *const gate_bad[][2] = {{"FIKIT_BOARD", "maybe"}, {"FIKIT_INFLIGHT", "17"}};
+	load(&c, 2, gate_bad);
+	CHECK(nreports == 2 && !c.board_off && c.inflight == 2, "bad FIKIT_BOARD / FIKIT_INFLIGHT");
 
 	const char *const v6[][2] = {{"FIKIT_SCHEDULER", "[::1]:7071"}, {"FIKIT_PRIORITY", "9"},
 				     {"FIKIT_DISABLE", "0"}, {"FIKIT_LOG", "OFF"}};

@@ -25,6 +25,7 @@ import (
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/store"
 	"github.com/fikit/fikit/udp"
+	"github.com/fikit/fikit/udp/board"
 )
 
 // Config configures a Server.
@@ -44,6 +45,9 @@ type Config struct {
 	// closed (an io.Closer) when the server stops. Server.Record starts or
 	// ends a recording later.
 	Record io.Writer
+	// Board, if set, is the path of the board file to create for hooks on
+	// this host (docs/design.md "Board"); "" runs UDP only.
+	Board string
 }
 
 // Server is a running daemon.
@@ -76,7 +80,9 @@ type Server struct {
 	deadline   int64 // core time of the read deadline currently set (0: none)
 	heard      int64 // every datagram that arrived before it was stepped (scheduler.Tick)
 	profileHit map[string]*profiler.Profile
-	rec        *recorder // nil: not recording
+	rec        *recorder          // nil: not recording
+	board      *board.Board       // nil: none
+	registered [board.GPUs]uint64 // what the board says is registered (publishRegistered)
 }
 
 // taskAddr is where a task's messages go.
@@ -95,6 +101,11 @@ type taskAddr struct {
 	proven  bool
 	sources map[netip.AddrPort]sourceCheck
 	checks  bucket // of sources checks
+	// local: it registered from this host (loopback), so it shares the
+	// daemon's clock; boardGPU is its GPU's board section (-1: none).
+	local    bool
+	boardGPU int
+	prio     uint8
 }
 
 // New binds the socket and prepares the core; Run serves.
@@ -139,6 +150,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Record != nil {
 		s.rec = newRecorder(cfg.Record, s)
+	}
+	if cfg.Board != "" {
+		if s.board, err = board.Create(cfg.Board); err != nil {
+			// Hooks then go by UDP alone, as with --board off.
+			s.log.Warn("no board: hooks on this host are gated by UDP only", "err", err)
+		} else {
+			s.board.Heartbeat(monotonic())
+		}
 	}
 	return s, nil
 }
@@ -188,6 +207,10 @@ func (s *Server) Run(ctx context.Context) error {
 	}()
 	if s.admin != nil {
 		go s.admin.serve()
+	}
+	if s.board != nil {
+		s.log.Info("board for hooks on this host", "path", s.board.Path())
+		go s.heartbeatBoard(done)
 	}
 	err := s.loop(ctx)
 	close(done)
@@ -313,6 +336,13 @@ func (s *Server) shutdown() {
 	if err := s.Record(nil); err != nil {
 		s.log.Error("decision record", "err", err)
 	}
+	if s.board != nil {
+		s.mu.Lock()
+		if err := s.board.Close(); err != nil {
+			s.log.Warn("removing the board", "err", err)
+		}
+		s.mu.Unlock()
+	}
 	if err := s.cfg.Store.Close(); err != nil {
 		s.log.Error("closing profile store", "err", err)
 	}
@@ -325,3 +355,22 @@ func SocketPath(dataDir string) string { return filepath.Join(dataDir, "fikit.so
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// boardHeartbeat is how often the daemon says on the board that it is
+// alive; hooks ignore a board whose heartbeat is older than a second.
+const boardHeartbeat = 100 * time.Millisecond
+
+func (s *Server) heartbeatBoard(done <-chan struct{}) {
+	t := time.NewTicker(boardHeartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			s.mu.Lock()
+			s.board.Heartbeat(monotonic())
+			s.mu.Unlock()
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/store"
 	"github.com/fikit/fikit/udp"
+	"github.com/fikit/fikit/udp/board"
 )
 
 // Error replies to bad datagrams are rate limited (a token bucket), so a
@@ -72,6 +73,11 @@ func (s *Server) handle(b []byte, src netip.AddrPort) {
 		ta := s.tasks[id]
 		if ta != nil {
 			ta.reqs[m.Seq] = src
+			if s.board != nil && ta.boardGPU >= 0 {
+				// A better priority's launch may be on the board before
+				// its report is here: the hook asks because it saw one.
+				s.step(scheduler.BoardObserved{Now: now, Task: id, Levels: board.Sane(s.board.Levels(ta.boardGPU), now)}, src)
+			}
 		}
 		if !s.step(scheduler.LaunchRequested{Now: now, Task: id, Seq: m.Seq, Kernel: m.KernelID}, src) && ta != nil {
 			delete(ta.reqs, m.Seq)
@@ -191,7 +197,7 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 	}
 	local := watchable(m.PID, src)
 	s.tasks[id] = &taskAddr{ctrl: src, gpu: gpu, model: model, key: m.TaskKey, reqs: map[uint32]netip.AddrPort{}, regSeq: m.Seq,
-		watched: local, pid: m.PID}
+		watched: local, pid: m.PID, local: src.Addr().IsLoopback(), boardGPU: s.boardSection(src, m.DeviceUUID), prio: m.Priority}
 	if !s.step(scheduler.TaskRegistered{Now: now, Task: id, Key: m.TaskKey, PID: m.PID, Priority: m.Priority,
 		GPU: gpu, Model: model, Profile: prof, Local: local}, src) {
 		delete(s.tasks, id)
@@ -220,8 +226,7 @@ func (s *Server) reacknowledge(src netip.AddrPort, gpu string, seq uint32, now i
 		cfg := s.core.Config()
 		for _, ti := range s.core.Tasks() {
 			if ti.ID == id {
-				s.send(src, &udp.RegisterAck{Seq: seq, TaskID: uint32(id), Role: wireRole(ti.Role), Phase: wirePhase(ti.Phase),
-					ProfileRuns: uint32(cfg.ProfileRuns), HeartbeatMS: uint32(cfg.HeartbeatInterval / 1e6)})
+				s.send(src, s.ack(ta, id, ti.Role, ti.Phase, cfg.ProfileRuns, cfg.HeartbeatInterval))
 				s.log.Debug("register again: same ack", "task", id, "seq", seq)
 				s.step(scheduler.Heartbeat{Now: now, Task: id}, src)
 				return true
@@ -284,12 +289,12 @@ func (s *Server) flush() {
 		if ta == nil {
 			continue
 		}
-		s.send(ta.ctrl, &udp.RegisterAck{Seq: ta.regSeq, TaskID: uint32(a.Task), Role: wireRole(a.Role),
-			Phase: wirePhase(a.Phase), ProfileRuns: uint32(a.ProfileRuns), HeartbeatMS: uint32(a.HeartbeatNs / 1e6)})
+		s.send(ta.ctrl, s.ack(ta, a.Task, a.Role, a.Phase, a.ProfileRuns, a.HeartbeatNs))
 	}
 	for _, st := range r.States {
 		if ta := s.tasks[st.Task]; ta != nil {
-			s.send(ta.ctrl, &udp.State{TaskID: uint32(st.Task), Role: wireRole(st.Role), Phase: wirePhase(st.Phase), Credit: st.Credit})
+			s.send(ta.ctrl, &udp.State{TaskID: uint32(st.Task), Role: wireRole(st.Role), Phase: wirePhase(st.Phase), Credit: st.Credit,
+				Gate: s.wireGate(ta, st.Gate)})
 		}
 	}
 	for _, g := range r.Grants {
@@ -302,7 +307,7 @@ func (s *Server) flush() {
 			dst = ta.ctrl
 		}
 		delete(ta.reqs, g.Seq)
-		s.send(dst, &udp.Grant{TaskID: uint32(g.Task), Seq: g.Seq, Credit: g.Credit})
+		s.send(dst, &udp.Grant{TaskID: uint32(g.Task), Seq: g.Seq, Credit: g.Credit, Gate: s.wireGate(ta, g.Gate)})
 	}
 	for _, h := range r.Holds {
 		if ta := s.tasks[h.Task]; ta != nil {
@@ -326,7 +331,29 @@ func (s *Server) flush() {
 		}
 		delete(s.tasks, id)
 	}
+	s.publishRegistered()
 	s.armDeadline(r.Deadline)
+}
+
+// publishRegistered writes on the board which priorities have tasks on each
+// GPU: a hook whose priority is worse than one registered bounds its
+// kernels in flight, so a better task that returns waits for little.
+func (s *Server) publishRegistered() {
+	if s.board == nil {
+		return
+	}
+	var m [board.GPUs]uint64
+	for _, ta := range s.tasks {
+		if ta.boardGPU >= 0 {
+			m[ta.boardGPU] |= 1 << ta.prio
+		}
+	}
+	for i := range m {
+		if m[i] != s.registered[i] {
+			s.registered[i] = m[i]
+			s.board.SetRegistered(i, m[i])
+		}
+	}
 }
 
 // logDecisions logs every decision at debug level (one line each: meant for
@@ -398,4 +425,42 @@ func (s *Server) replyError(dst netip.AddrPort, code udp.ErrorCode, task uint32,
 		msg = msg[:200]
 	}
 	s.send(dst, &udp.Error{Code: code, TaskID: task, Message: msg})
+}
+
+// ack is a task's RegisterAck, naming the board where it may use it.
+func (s *Server) ack(ta *taskAddr, id scheduler.TaskID, role scheduler.Role, phase scheduler.Phase, runs int, heartbeatNs int64) *udp.RegisterAck {
+	a := &udp.RegisterAck{Seq: ta.regSeq, TaskID: uint32(id), Role: wireRole(role), Phase: wirePhase(phase),
+		ProfileRuns: uint32(runs), HeartbeatMS: uint32(heartbeatNs / 1e6)}
+	if s.board != nil && ta.boardGPU >= 0 {
+		a.Board, a.BoardGen, a.BoardGPU = s.board.Path(), s.board.Generation(), uint8(ta.boardGPU)
+	}
+	return a
+}
+
+// boardSection is the board section of a task registering from src for
+// the GPU uuid: only hooks on this host share the board (-1: none).
+func (s *Server) boardSection(src netip.AddrPort, uuid [16]byte) int {
+	if s.board == nil || !src.Addr().IsLoopback() {
+		return -1
+	}
+	i, err := s.board.GPU(uuid)
+	if err != nil {
+		s.srcLog.logAt(src, slog.LevelWarn, "no board section for this GPU: its tasks are gated by UDP only", "err", err)
+		return -1
+	}
+	return i
+}
+
+// wireGate is a permission's gate as the hook reads it: expiry on the
+// daemon's clock for a hook on this host, else as a time from receipt.
+func (s *Server) wireGate(ta *taskAddr, g scheduler.Gate) udp.Gate {
+	w := udp.Gate{SeenNS: uint64(max(0, g.Seen))}
+	switch {
+	case g.Expires <= 0:
+	case ta.local:
+		w.ExpiresNS = uint64(g.Expires)
+	default:
+		w.ExpiresNS = uint64(max(1, g.Expires-s.now()))
+	}
+	return w
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/fikit/fikit/cmd/internal/daemon"
@@ -19,22 +21,30 @@ type Daemon struct {
 	st     store.Store
 	cancel context.CancelFunc
 	done   chan error
+	dir    string // the board's directory
 }
 
-// StartDaemon starts a daemon on a free loopback port. Logs go to logw (nil:
-// discarded).
+// StartDaemon starts a daemon on a free loopback port, with a board in a
+// directory of its own (hooks started with FIKIT_BOARD=off ignore it).
+// Logs go to logw (nil: discarded).
 func StartDaemon(ctx context.Context, cfg scheduler.Config, logw io.Writer) (*Daemon, error) {
 	var log *slog.Logger
 	if logw != nil {
 		log = slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	st := newKeepStore()
-	srv, err := daemon.New(daemon.Config{Listen: "127.0.0.1:0", Store: st, Scheduler: cfg, Logger: log})
+	dir, err := os.MkdirTemp("", "fikit-board-")
 	if err != nil {
 		return nil, err
 	}
+	st := newKeepStore()
+	srv, err := daemon.New(daemon.Config{Listen: "127.0.0.1:0", Store: st, Scheduler: cfg, Logger: log,
+		Board: filepath.Join(dir, "board")})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
-	d := &Daemon{srv: srv, st: st, cancel: cancel, done: make(chan error, 1)}
+	d := &Daemon{srv: srv, st: st, cancel: cancel, done: make(chan error, 1), dir: dir}
 	go func() { d.done <- srv.Run(ctx) }()
 	return d, nil
 }
@@ -51,6 +61,7 @@ func (d *Daemon) Profile(model, key string) (*profiler.Profile, error) { return 
 // Stop shuts the daemon down.
 func (d *Daemon) Stop() error {
 	d.cancel()
+	defer os.RemoveAll(d.dir)
 	select {
 	case err := <-d.done:
 		return err

@@ -1,0 +1,131 @@
+package daemon
+
+import (
+	"context"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fikit/fikit/scheduler"
+	"github.com/fikit/fikit/store"
+	"github.com/fikit/fikit/udp"
+	"github.com/fikit/fikit/udp/board"
+)
+
+// TestBoard: a daemon with a board names it to hooks on its host, says
+// there which priorities are registered, gives every grant its gate, and
+// believes the board when a lower holder's request says a better task is
+// back before the better task's own reports do.
+func TestBoard(t *testing.T) {
+	st := store.NewMemory()
+	for _, k := range []string{"hp", "lp"} {
+		if err := st.Put(sharingProfile(t, k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := scheduler.DefaultConfig()
+	cfg.DeadAfter, cfg.HeartbeatInterval = int64(10*time.Second), int64(time.Second)
+	cfg.IdleFloor = int64(10 * time.Second)
+	cfg.HolderTTL = int64(100 * time.Millisecond)
+	cfg.MaxCredit = 0
+	path := filepath.Join(t.TempDir(), "board")
+	s, err := New(Config{Listen: "127.0.0.1:0", Store: st, Scheduler: cfg, Board: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+
+	hp, lp, req := newFakeHook(t, s), newFakeHook(t, s), newFakeHook(t, s)
+	ha, la := hp.register("hp", 0), lp.register("lp", 5)
+	for _, a := range []*udp.RegisterAck{ha, la} {
+		if a.Board != path || a.BoardGen == 0 || a.BoardGPU != 0 {
+			t.Fatalf("ack names board %q gen %d section %d, want %q", a.Board, a.BoardGen, a.BoardGPU, path)
+		}
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil || binary.LittleEndian.Uint64(raw[16:]) != ha.BoardGen {
+		t.Fatalf("board file: %v", err)
+	}
+	if reg := binary.LittleEndian.Uint64(raw[64+96:]); reg != 1<<0|1<<5 {
+		t.Fatalf("registered = %#x, want priorities 0 and 5", reg)
+	}
+
+	// A window opens after kernel 7: the waiting kernel's grant is given
+	// against the holder's launch and expires with the window.
+	hp.send(&udp.LaunchNotify{TaskID: ha.TaskID, Seq: 1, KernelID: 99})
+	req.send(&udp.LaunchRequest{TaskID: la.TaskID, Seq: 1, KernelID: 5})
+	hp.send(&udp.LaunchNotify{TaskID: ha.TaskID, Seq: 2, KernelID: 7})
+	g := recvType[*udp.Grant](t, req, 2*time.Second)
+	now := uint64(monotonic())
+	if g.SeenNS == 0 || g.SeenNS > now || g.ExpiresNS <= g.SeenNS {
+		t.Fatalf("grant gate %+v (now %d): want seen ≤ now < expires", g.Gate, now)
+	}
+
+	// The holder idles past its TTL while the low one keeps asking: the
+	// low one holds.
+	deadline := time.Now().Add(2 * time.Second)
+	holder := false
+	for seq := uint32(2); !holder && time.Now().Before(deadline); seq++ {
+		req.send(&udp.LaunchRequest{TaskID: la.TaskID, Seq: seq, KernelID: 5})
+		hp.send(&udp.Heartbeat{TaskID: ha.TaskID})
+		if st, ok := lp.recv(20 * time.Millisecond).(*udp.State); ok && st.Role == udp.RoleHolder {
+			holder = true
+		}
+	}
+	if !holder {
+		t.Fatal("the low one never held")
+	}
+	// The high one launches: on the board only (its report is late). The
+	// low one's hook, seeing it, asks; the daemon reads the board, makes the
+	// high one the holder and holds the request.
+	for req.recv(20*time.Millisecond) != nil {
+	} // answers to the requests above
+	b := boardOf(t, s)
+	b.Note(0, 0, monotonic())
+	req.send(&udp.LaunchRequest{TaskID: la.TaskID, Seq: 1000, KernelID: 5})
+	if st := recvType[*udp.State](t, lp, 2*time.Second); st.Role != udp.RoleWaiter {
+		t.Fatalf("low one told %+v, want waiter", st)
+	}
+	for m := req.recv(30 * time.Millisecond); m != nil; m = req.recv(30 * time.Millisecond) {
+		if g, ok := m.(*udp.Grant); ok && g.Seq == 1000 {
+			t.Fatalf("the request was granted though the board showed the high one back: %+v", g)
+		}
+	}
+	if n := s.Status().Stats.BoardElections; n != 1 {
+		t.Errorf("board elections %d, want 1", n)
+	}
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("board left after the daemon stopped: %v", err)
+	}
+}
+
+// recvType waits for the next message of type T on h, skipping others.
+func recvType[T udp.Message](t *testing.T, h *fakeHook, timeout time.Duration) T {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if m, ok := h.recv(time.Until(deadline)).(T); ok {
+			return m
+		}
+	}
+	var zero T
+	t.Fatalf("no %T in %v", zero, timeout)
+	return zero
+}
+
+func boardOf(t *testing.T, s *Server) *board.Board {
+	t.Helper()
+	if s.board == nil {
+		t.Fatal("no board")
+	}
+	return s.board
+}

@@ -1,0 +1,71 @@
+/* board.h — the board a daemon shares with the hooks on its host
+ * (docs/design.md "Board"; layout: udp/board/testdata/layout.txt).
+ * The daemon writes the header and its heartbeat; hooks write, per GPU and
+ * priority level, the time of the level's latest launch (a holder's) or
+ * launch request, so that a lower-priority permission is seen to be stale
+ * in the time of a cache miss, not of a round trip. */
+#ifndef FIKIT_BOARD_H
+#define FIKIT_BOARD_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FK_BOARD_MAGIC 0x31444254494b4946ull /* "FIKITBD1" */
+#define FK_BOARD_VERSION 1
+#define FK_BOARD_LEVELS 10
+#define FK_BOARD_FILE_SIZE 4096
+/* A board whose heartbeat is older than this is a dead daemon's: ignored. */
+#define FK_BOARD_STALE_NS 1000000000ull
+
+typedef struct fk_board_gpu {
+	uint8_t uuid[16];
+	_Atomic uint64_t level_ns[FK_BOARD_LEVELS];
+	_Atomic uint64_t registered; /* bit p: a task of priority p is registered (daemon) */
+	uint8_t reserved[24];
+} fk_board_gpu;
+
+typedef struct fk_board {
+	_Atomic uint64_t magic;
+	uint32_t version, gpus;
+	_Atomic uint64_t generation;
+	_Atomic uint64_t heartbeat_ns;
+	uint8_t reserved[32];
+	fk_board_gpu gpu[16]; /* FK_BOARD_GPUS */
+} fk_board;
+
+_Static_assert(sizeof(fk_board_gpu) == 128, "board GPU section");
+_Static_assert(sizeof(fk_board) <= FK_BOARD_FILE_SIZE, "board size");
+
+/* The latest launch of a priority better than prio (0 if none, or if the
+ * daemon behind the board is gone). */
+static inline uint64_t fk_board_above(const fk_board *b, const fk_board_gpu *g, int prio, uint64_t now)
+{
+	uint64_t hb = atomic_load_explicit(&b->heartbeat_ns, memory_order_relaxed);
+	if (now > hb + FK_BOARD_STALE_NS)
+		return 0;
+	uint64_t m = 0;
+	for (int p = 0; p < prio; p++) {
+		uint64_t v = atomic_load_explicit(&g->level_ns[p], memory_order_relaxed);
+		m = v > m ? v : m;
+	}
+	return m;
+}
+
+/* Level prio launched (or asked to) at now: the word only moves forward. */
+static inline void fk_board_note(fk_board_gpu *g, int prio, uint64_t now)
+{
+	_Atomic uint64_t *w = &g->level_ns[prio];
+	uint64_t cur = atomic_load_explicit(w, memory_order_relaxed);
+	while (cur < now && !atomic_compare_exchange_weak_explicit(w, &cur, now, memory_order_release,
+								     memory_order_relaxed))
+		;
+}
+
+/* Map the board at path (len bytes, not NUL-terminated) if it is the one of
+ * generation gen and its section gpu is the GPU uuid; NULL otherwise (the
+ * hook then goes by UDP alone). Mappings are kept and shared per
+ * generation. */
+fk_board *fk_board_map(const char *path, size_t len, uint64_t gen, unsigned gpu, const uint8_t uuid[16]);
+
+#endif

@@ -1,0 +1,189 @@
+package board
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/fikit/fikit/udp"
+)
+
+// The layout (testdata/layout.txt, docs/design.md "Board").
+const (
+	Magic       = 0x31444254494b4946 // "FIKITBD1" little-endian
+	Version     = 1
+	GPUs        = udp.BoardGPUs
+	Levels      = 10
+	headerSize  = 64
+	gpuStride   = 128
+	offMagic    = 0
+	offVersion  = 8
+	offGPUs     = 12
+	offGen      = 16
+	offHeart    = 24
+	offUUID     = 0
+	offLevels   = 16
+	offRegd     = 96
+	FileSize    = 4096
+	layoutBytes = headerSize + GPUs*gpuStride
+)
+
+// Sentinel errors.
+var (
+	ErrFull   = errors.New("board: every GPU section is taken")
+	ErrClosed = errors.New("board: closed")
+)
+
+// Board is a mapped board file the daemon owns.
+type Board struct {
+	path string
+	mem  []byte
+	gen  uint64
+	gpus map[[16]byte]int
+}
+
+// Create makes a new board at path (mode 0600: hooks of the daemon's user
+// share it), replacing any file there: it is written beside and renamed
+// over, so a hook still mapping a previous daemon's board keeps that one
+// (whose generation no longer matches any RegisterAck).
+func Create(path string) (*Board, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("board: %w", err)
+	}
+	tmp := path + ".new"
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("board: %w", err)
+	}
+	defer f.Close()
+	if err := f.Truncate(FileSize); err != nil {
+		os.Remove(tmp)
+		return nil, fmt.Errorf("board: size %s: %w", tmp, err)
+	}
+	mem, err := unix.Mmap(int(f.Fd()), 0, FileSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		os.Remove(tmp)
+		return nil, fmt.Errorf("board: map %s: %w", tmp, err)
+	}
+	var g [8]byte
+	_, _ = rand.Read(g[:])
+	b := &Board{path: path, mem: mem, gen: binary.LittleEndian.Uint64(g[:]) | 1, gpus: map[[16]byte]int{}}
+	binary.LittleEndian.PutUint32(mem[offVersion:], Version)
+	binary.LittleEndian.PutUint32(mem[offGPUs:], GPUs)
+	b.word(offGen).Store(b.gen)
+	b.word(offMagic).Store(Magic) // last: a hook that sees the magic sees the rest
+	if err := os.Rename(tmp, path); err != nil {
+		unix.Munmap(mem)
+		os.Remove(tmp)
+		return nil, fmt.Errorf("board: %w", err)
+	}
+	return b, nil
+}
+
+// Path is the board's file.
+func (b *Board) Path() string { return b.path }
+
+// Generation tells this board from any earlier one at the same path.
+func (b *Board) Generation() uint64 { return b.gen }
+
+func (b *Board) word(off int) *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Pointer(&b.mem[off]))
+}
+
+// GPU returns the section of the GPU with this UUID, taking a free one the
+// first time (ErrFull when none is left: its tasks then go without a board).
+func (b *Board) GPU(uuid [16]byte) (int, error) {
+	if b.mem == nil {
+		return 0, ErrClosed
+	}
+	if i, ok := b.gpus[uuid]; ok {
+		return i, nil
+	}
+	i := len(b.gpus)
+	if i >= GPUs {
+		return 0, ErrFull
+	}
+	copy(b.mem[headerSize+i*gpuStride+offUUID:], uuid[:])
+	b.gpus[uuid] = i
+	return i, nil
+}
+
+// Heartbeat tells the hooks the daemon is alive at now (CLOCK_MONOTONIC):
+// a hook that finds it stale ignores the board.
+func (b *Board) Heartbeat(now int64) {
+	if b.mem != nil {
+		b.word(offHeart).Store(uint64(now))
+	}
+}
+
+// SetRegistered says which priorities have tasks registered on section
+// gpu (bit p: priority p). A hook of a worse priority than one registered
+// bounds its kernels in flight.
+func (b *Board) SetRegistered(gpu int, mask uint64) {
+	if b.mem != nil && gpu >= 0 && gpu < GPUs {
+		b.word(headerSize + gpu*gpuStride + offRegd).Store(mask)
+	}
+}
+
+// Note writes that priority prio launched at time at on section gpu, as a
+// hook does (the word only moves forward).
+func (b *Board) Note(gpu, prio int, at int64) {
+	if b.mem == nil || gpu < 0 || gpu >= GPUs || prio < 0 || prio >= Levels {
+		return
+	}
+	w := b.word(headerSize + gpu*gpuStride + offLevels + 8*prio)
+	for {
+		cur := w.Load()
+		if int64(cur) >= at || w.CompareAndSwap(cur, uint64(at)) {
+			return
+		}
+	}
+}
+
+// Levels returns the latest launch time the hooks wrote for each priority
+// level of section gpu. Values are the hooks' and unchecked: a caller uses
+// them only up to its own clock (Sane).
+func (b *Board) Levels(gpu int) (l [Levels]int64) {
+	if b.mem == nil || gpu < 0 || gpu >= GPUs {
+		return l
+	}
+	for p := range l {
+		l[p] = int64(b.word(headerSize + gpu*gpuStride + offLevels + 8*p).Load())
+	}
+	return l
+}
+
+// Sane drops what no hook can have written truthfully: a time after now,
+// or one that does not fit the clock.
+func Sane(l [Levels]int64, now int64) [Levels]int64 {
+	for p, v := range l {
+		if v < 0 || v > now {
+			l[p] = 0
+		}
+	}
+	return l
+}
+
+// Close unmaps the board and removes its file.
+func (b *Board) Close() error {
+	if b.mem == nil {
+		return ErrClosed
+	}
+	err := unix.Munmap(b.mem)
+	b.mem = nil
+	// Only our own file: a daemon started since may have replaced it.
+	if cur, rerr := os.ReadFile(b.path); rerr == nil && len(cur) >= offGen+8 &&
+		binary.LittleEndian.Uint64(cur[offGen:]) == b.gen {
+		if rerr := os.Remove(b.path); rerr != nil && err == nil {
+			err = rerr
+		}
+	}
+	return err
+}

@@ -1,0 +1,135 @@
+package board
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestLayout checks the constants against testdata/layout.txt, which the
+// hook's C test reads too.
+func TestLayout(t *testing.T) {
+	f, err := os.Open("testdata/layout.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	want := map[string][2]int{
+		"magic": {offMagic, 8}, "version": {offVersion, 4}, "gpus": {offGPUs, 4}, "generation": {offGen, 8},
+		"heartbeat_ns": {offHeart, 8}, "header_size": {headerSize, 0}, "gpu_stride": {gpuStride, 0},
+		"gpu.uuid": {offUUID, 16}, "gpu.level_ns": {offLevels, 8 * Levels}, "gpu.registered": {offRegd, 8}, "file_size": {FileSize, 0},
+	}
+	seen := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		fs := strings.Fields(line)
+		if len(fs) != 3 {
+			t.Fatalf("bad line %q", line)
+		}
+		if fs[0] == "magic_value" {
+			if v, _ := strconv.ParseUint(fs[1], 10, 64); v != Magic {
+				t.Errorf("magic_value %d, Magic %d", v, uint64(Magic))
+			}
+			seen++
+			continue
+		}
+		off, _ := strconv.Atoi(fs[1])
+		size, _ := strconv.Atoi(fs[2])
+		w, ok := want[fs[0]]
+		if !ok || w != [2]int{off, size} {
+			t.Errorf("%s: layout.txt %d %d, Go %v (known %v)", fs[0], off, size, w, ok)
+		}
+		seen++
+	}
+	if seen != len(want)+1 {
+		t.Errorf("layout.txt has %d fields, want %d", seen, len(want)+1)
+	}
+	if string(binary.LittleEndian.AppendUint64(nil, Magic)) != "FIKITBD1" || layoutBytes > FileSize ||
+		offLevels+8*Levels > gpuStride {
+		t.Error("layout does not fit")
+	}
+}
+
+func TestBoard(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "d", "board")
+	b, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Size() != FileSize || st.Mode().Perm() != 0o600 {
+		t.Fatalf("board file %v, %v", st, err)
+	}
+	var u1, u2 [16]byte
+	u1[0], u2[0] = 1, 2
+	if i, err := b.GPU(u1); i != 0 || err != nil {
+		t.Fatalf("GPU(u1) = %d, %v", i, err)
+	}
+	if i, _ := b.GPU(u2); i != 1 {
+		t.Fatalf("GPU(u2) = %d", i)
+	}
+	if i, _ := b.GPU(u1); i != 0 {
+		t.Fatalf("GPU(u1) again = %d", i)
+	}
+	for k := 2; k < GPUs; k++ {
+		var u [16]byte
+		u[0] = byte(k + 1)
+		if _, err := b.GPU(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.GPU([16]byte{0xff}); !errors.Is(err, ErrFull) {
+		t.Fatalf("17th GPU: %v", err)
+	}
+	b.Heartbeat(12345)
+	b.SetRegistered(1, 1<<0|1<<5)
+	// A hook writes level 3 of GPU 1 in the file, as the C code does.
+	raw, _ := os.ReadFile(path)
+	if binary.LittleEndian.Uint64(raw[offHeart:]) != 12345 || binary.LittleEndian.Uint64(raw[offGen:]) != b.Generation() ||
+		string(raw[:8]) != "FIKITBD1" || raw[headerSize+gpuStride] != 2 ||
+		binary.LittleEndian.Uint64(raw[headerSize+gpuStride+offRegd:]) != 0x21 {
+		t.Fatalf("file header %x, gpu 1 %x", raw[:32], raw[headerSize+gpuStride:headerSize+gpuStride+16])
+	}
+	b.Note(1, 3, 777)
+	b.Note(1, 3, 700) // never back
+	b.word(headerSize + gpuStride + offLevels + 8*4).Store(1 << 62)
+	l := b.Levels(1)
+	if l[3] != 777 || l[0] != 0 {
+		t.Fatalf("levels %v", l)
+	}
+	if s := Sane(l, 1000); s[3] != 777 || s[4] != 0 {
+		t.Fatalf("Sane %v", s)
+	}
+	// A second daemon replaces the file; the first one's Close leaves it.
+	b2, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b2.Generation() == b.Generation() {
+		t.Fatal("same generation twice")
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the first daemon's Close removed the second's board: %v", err)
+	}
+	if err := b.Close(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := b2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("board left after Close: %v", err)
+	}
+}
