@@ -102,7 +102,7 @@ static inline int before(lstate *l, int slot, const fk_fn *fn, uintptr_t handle,
 	l->flags = FK_RF_NOTIFY;
 	fk_board_gpu *bg = atomic_load_explicit(&t->bgpu, memory_order_relaxed);
 	l->bounded = 0;
-	if (FK_UNLIKELY(bg != NULL) && !(mode & FK_MODE_MEASURE) && fk_inflight_bounded(bg)) {
+	if (FK_UNLIKELY(bg != NULL) && !(mode & (FK_MODE_MEASURE | FK_MODE_WAITER)) && fk_inflight_bounded(bg)) {
 		fk_inflight_wait(t); /* first: the gate below then sees the state after the wait */
 		l->bounded = 1;
 	}

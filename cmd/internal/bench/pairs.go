@@ -21,7 +21,7 @@ type both struct {
 // completed two runs (registered and going), waits for fg to finish and
 // stops bg. Hooked services are scheduled by the daemon; otherwise neither
 // is hooked (default sharing). bg runs on bgEnv's device (nil: env's).
-func (r *runner) together(ctx context.Context, env, bgEnv *harness.Env, fg, bg svc, hooked bool) (*both, error) {
+func (r *runner) together(ctx context.Context, env, bgEnv *harness.Env, fg, bg svc, hooked bool, extraEnv ...string) (*both, error) {
 	if bgEnv == nil {
 		bgEnv = env
 	}
@@ -30,6 +30,7 @@ func (r *runner) together(ctx context.Context, env, bgEnv *harness.Env, fg, bg s
 	}
 	bgs := bg.live(hooked, r.d.Addr())
 	bgs.Runs = 1_000_000
+	bgs.Env = append(bgs.Env, extraEnv...)
 	bp, err := bgEnv.Start(ctx, bgs)
 	if err != nil {
 		return nil, err
@@ -42,7 +43,9 @@ func (r *runner) together(ctx context.Context, env, bgEnv *harness.Env, fg, bg s
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	fp, err := env.Start(ctx, fg.live(hooked, r.d.Addr()))
+	fgs := fg.live(hooked, r.d.Addr())
+	fgs.Env = append(fgs.Env, extraEnv...)
+	fp, err := env.Start(ctx, fgs)
 	if err != nil {
 		bp.Stop()
 		return nil, err
@@ -150,6 +153,8 @@ type acc struct {
 	hpSpan, lpSpan int64
 	fills          []float64
 	spans          int64
+	lates          []int64 // early stop, per HP run
+	lateN          []int
 }
 
 func (a *acc) result(mode string) ModeResult {
@@ -161,6 +166,7 @@ func (a *acc) result(mode string) ModeResult {
 		}
 		m.FillPct = ptr(s / float64(len(a.fills)))
 	}
+	m.EarlyStop = harness.SummarizeEarlyStop(a.lates, a.lateN)
 	return m
 }
 
@@ -185,8 +191,8 @@ type pairCfg struct {
 // there is host-side cost (the daemon, the hooks' sender threads and the
 // waiter's requests competing for this machine's CPUs), not the GPU's.
 func (r *runner) pairModes(ctx context.Context, env *harness.Env, hp, lp svc, reps int, tag string, control bool) ([]ModeResult, error) {
-	accs := map[string]*acc{ModeExclusive: {}, ModeSharing: {}, ModeFikit: {}, ModeFikitCPU: {}}
-	modes := []string{ModeSharing, ModeFikit}
+	accs := map[string]*acc{ModeExclusive: {}, ModeSharing: {}, ModeFikit: {}, ModeFikitUDP: {}, ModeFikitCPU: {}}
+	modes := []string{ModeSharing, ModeFikit, ModeFikitUDP}
 	var other *harness.Env
 	if control {
 		var err error
@@ -203,6 +209,7 @@ func (r *runner) pairModes(ctx context.Context, env *harness.Env, hp, lp svc, re
 		mode     string
 		from, to int64
 		hp, lp   int
+		hpRuns   []harness.Run
 	}
 	var wins []window
 	for rep := 0; rep < reps; rep++ {
@@ -240,7 +247,11 @@ func (r *runner) pairModes(ctx context.Context, env *harness.Env, hp, lp svc, re
 					dec = ""
 				}
 			}
-			b, err := r.together(ctx, env, bgEnv, hp, lp, mode != ModeSharing)
+			var extra []string
+			if mode == ModeFikitUDP {
+				extra = []string{"FIKIT_BOARD=off"}
+			}
+			b, err := r.together(ctx, env, bgEnv, hp, lp, mode != ModeSharing, extra...)
 			if dec != "" {
 				if rerr := r.d.RecordTo(""); rerr != nil {
 					r.logf("  trace: %v", rerr)
@@ -263,7 +274,7 @@ func (r *runner) pairModes(ctx context.Context, env *harness.Env, hp, lp svc, re
 			ac.lpSpan += to - from
 			ac.spans += to - from
 			if b.fgPid > 0 && b.bgPid > 0 && mode != ModeFikitCPU {
-				wins = append(wins, window{mode, from, to, b.fgPid, b.bgPid})
+				wins = append(wins, window{mode, from, to, b.fgPid, b.bgPid, b.fg.Runs})
 			}
 		}
 	}
@@ -273,7 +284,10 @@ func (r *runner) pairModes(ctx context.Context, env *harness.Env, hp, lp svc, re
 			return nil, err
 		}
 		for _, w := range wins {
-			accs[w.mode].fills = append(accs[w.mode].fills, 100*harness.FillShare(segs, w.hp, w.lp, w.from, w.to))
+			a := accs[w.mode]
+			a.fills = append(a.fills, 100*harness.FillShare(segs, w.hp, w.lp, w.from, w.to))
+			lates, counts := harness.EarlyStopOf(segs, w.hpRuns, w.lp)
+			a.lates, a.lateN = append(a.lates, lates...), append(a.lateN, counts...)
 		}
 	}
 	out := []ModeResult{accs[ModeExclusive].result(ModeExclusive)}

@@ -394,18 +394,22 @@ func interferenceTable(p printer, scs []Scenario, explain bool) {
 		if sc.Variant != "" {
 			name += " (" + sc.Variant + ")"
 		}
-		for _, m := range []string{ModeSharing, ModeFikit, ModeFikitCPU} {
+		for _, m := range []string{ModeSharing, ModeFikit, ModeFikitUDP, ModeFikitCPU} {
 			mr := sc.Mode(m)
 			if mr == nil {
 				continue
 			}
+			es := "–"
+			if e := mr.EarlyStop; e != nil && m != ModeFikitCPU {
+				es = fmt.Sprintf("%.0f / %.0f µs, %.2f", float64(e.LateP50Ns)/1e3, float64(e.LateP99Ns)/1e3, e.LPKernelsPerRun)
+			}
 			in := mr.HPInterference
 			if in == nil {
-				rows = append(rows, fmt.Sprintf("| %s | %s | not measured | | | |", name, modeName(m)))
+				rows = append(rows, fmt.Sprintf("| %s | %s | not measured | | | | %s |", name, modeName(m), es))
 				continue
 			}
-			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s |", name, modeName(m), x(in.WallRatio), x(in.HostRatio),
-				pctf(in.P50Pct), pctf(in.P99Pct)))
+			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |", name, modeName(m), x(in.WallRatio), x(in.HostRatio),
+				pctf(in.P50Pct), pctf(in.P99Pct), es))
 		}
 	}
 	if len(rows) == 0 {
@@ -418,11 +422,14 @@ func interferenceTable(p printer, scs []Scenario, explain bool) {
 		p("truth — over the HP's p50 alone, at the runs' p50 and p99 (`p10_hp_interference_pct` is fikit's p50, worst scenario). ")
 		p("Wall − 1 ≈ (host part − 1) + GPU interference p50 where blocked time adds to the JCT one for one; under default ")
 		p("sharing the host part can be below 1×: while the HP's kernels wait, its host thread goes on launching, so part of the ")
-		p("blocked time overlaps host time the run spends anyway.\n\n")
+		p("blocked time overlaps host time the run spends anyway. *Early stop*: for each HP run, the LP kernels that reached the ")
+		p("device within 500 µs after the run began — the latest such arrival after the start at the runs' p50 / p99, and their ")
+		p("mean count per run (0: the LP had stopped before); *fikit, FIKIT_BOARD=off* is fikit with the hooks ignoring the ")
+		p("board, every decision by UDP as in the paper.\n\n")
 	} else {
 		p("**Where the HP's slowdown comes from** (columns as in IV a/b):\n\n")
 	}
-	p("| scenario | mode | wall × alone (p50) | host part × alone | GPU interference p50 | GPU interference p99 |\n|---|---|---|---|---|---|\n")
+	p("| scenario | mode | wall × alone (p50) | host part × alone | GPU interference p50 | GPU interference p99 | early stop p50 / p99, LP kernels per run |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		p("%s\n", r)
 	}
@@ -436,6 +443,8 @@ func modeName(m string) string {
 		return "default sharing"
 	case ModeFikitCPU:
 		return "control (LP on another device)"
+	case ModeFikitUDP:
+		return "fikit, FIKIT_BOARD=off"
 	}
 	return m
 }

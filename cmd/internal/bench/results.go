@@ -43,6 +43,11 @@ var (
 // the scheduler's host-side cost reaches the HP.
 const ModeFikitCPU = "fikit_lp_other_device"
 
+// ModeFikitUDP is fikit with the hooks ignoring the daemon's board
+// (FIKIT_BOARD=off): every decision by UDP, as in the paper, beside the
+// board's gate (docs/design.md "Board").
+const ModeFikitUDP = "fikit_udp"
+
 // Results is everything one `fikit bench` run measured: the JSON results
 // file. Summary and Targets are derived from Scenarios (Summarize, Check).
 type Results struct {
@@ -123,6 +128,12 @@ type Summary struct {
 	// P10HPInterferencePct is the HP's GPU interference p50 under fikit,
 	// worst over the co-location scenarios (harness.Interference.P50Pct).
 	P10HPInterferencePct *float64 `json:"p10_hp_interference_pct"`
+	// The same with FIKIT_BOARD=off (ModeFikitUDP), and the early stop of
+	// both: LP kernels arriving early in an HP run, per run, worst scenario
+	// (harness.EarlyStop.LPKernelsPerRun).
+	P10UDPHPInterferencePct *float64 `json:"p10_udp_hp_interference_pct"`
+	EarlyStopLPKernels      *float64 `json:"early_stop_lp_kernels"`
+	EarlyStopUDPLPKernels   *float64 `json:"early_stop_udp_lp_kernels"`
 }
 
 // Service is how a service was run.
@@ -188,6 +199,9 @@ type ModeResult struct {
 	// truth) and the host's part, over the same runs as HP (repetitions
 	// pooled). Nil where not measured (the simulator's modes).
 	HPInterference *harness.Interference `json:"hp_interference,omitempty"`
+	// EarlyStop: how soon the LP stopped launching when an HP run began
+	// (harness.EarlyStopOf; timeline scenarios).
+	EarlyStop *harness.EarlyStop `json:"early_stop,omitempty"`
 }
 
 // Derived are the ratios the figures show, from a scenario's modes.

@@ -69,7 +69,26 @@ func ComputeSummary(scs []Scenario) Summary {
 	s.P5FillPct = minOf(p5)
 	s.P6LPCV = maxOf(p6)
 	s.P10HPInterferencePct = maxOf(interferenceP50s(scs, ModeFikit))
+	s.P10UDPHPInterferencePct = maxOf(interferenceP50s(scs, ModeFikitUDP))
+	s.EarlyStopLPKernels = maxOf(earlyStopKernels(scs, ModeFikit))
+	s.EarlyStopUDPLPKernels = maxOf(earlyStopKernels(scs, ModeFikitUDP))
 	return s
+}
+
+// earlyStopKernels are the LP kernels per HP run that arrived early in the
+// run (harness.EarlyStop) under mode m, per co-location scenario.
+func earlyStopKernels(scs []Scenario, m string) []float64 {
+	var out []float64
+	for i := range scs {
+		sc := &scs[i]
+		if sc.Error != "" || !isColoc(sc.Section) {
+			continue
+		}
+		if mr := sc.Mode(m); mr != nil && mr.EarlyStop != nil && mr.EarlyStop.Runs > 0 {
+			out = append(out, mr.EarlyStop.LPKernelsPerRun)
+		}
+	}
+	return out
 }
 
 // interferenceP50s are the HP GPU interference p50s (%) of mode m in the
@@ -155,6 +174,12 @@ func Check(s Summary, scs []Scenario) []Target {
 			Value: s.P10HPInterferencePct, Median: med["p10"], Target: fmt.Sprintf("≤ %g %%", p10Target),
 			Pass: le(s.P10HPInterferencePct, p10Target), ReportOnly: true, Paper: "not reported",
 			SharingValue: maxOf(interferenceP50s(scs, ModeSharing)), SharingMedian: med["p10_sharing"]},
+		{Key: "p10_udp_hp_interference_pct", What: "the same with FIKIT_BOARD=off: every decision by UDP, as in the paper",
+			Value: s.P10UDPHPInterferencePct, Median: med["p10_udp"], Target: "none", ReportOnly: true, Paper: "not reported"},
+		{Key: "early_stop_lp_kernels", What: "co-location: LP kernels reaching the device in an HP run's first 500 µs, per run, under fikit (worst scenario)",
+			Value: s.EarlyStopLPKernels, Median: med["es"], Target: "none", ReportOnly: true, Paper: "not reported"},
+		{Key: "early_stop_udp_lp_kernels", What: "the same with FIKIT_BOARD=off",
+			Value: s.EarlyStopUDPLPKernels, Median: med["es_udp"], Target: "none", ReportOnly: true, Paper: "not reported"},
 	}
 }
 
@@ -202,6 +227,15 @@ func medians(scs []Scenario) map[string]*float64 {
 	}
 	if v := interferenceP50s(scs, ModeSharing); len(v) > 0 {
 		vals["p10_sharing"] = v
+	}
+	if v := interferenceP50s(scs, ModeFikitUDP); len(v) > 0 {
+		vals["p10_udp"] = v
+	}
+	if v := earlyStopKernels(scs, ModeFikit); len(v) > 0 {
+		vals["es"] = v
+	}
+	if v := earlyStopKernels(scs, ModeFikitUDP); len(v) > 0 {
+		vals["es_udp"] = v
 	}
 	out := map[string]*float64{}
 	for k, v := range vals {
