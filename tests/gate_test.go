@@ -70,16 +70,7 @@ func TestHookGate(t *testing.T) {
 			}
 			env := hookEnv(t, uniqueShm(t), sched.Addr(), append([]string{"FIKIT_PRIORITY=7",
 				"FIKIT_CONNECT_TIMEOUT_MS=3000", "FIKIT_GRANT_TIMEOUT_MS=5000"}, c.env...)...)
-			r := runCmd(t, hookTimeout, env, launcher, kernelsPTX(t), "direct", "4")
-			if r.ExitCode != 0 {
-				t.Fatalf("launcher: %v", r)
-			}
-			units := parseLauncher(t, r.Stdout)
-			waitFor(2*time.Second, func() bool { return len(launchesByTask(sched.Received())[1]) >= len(units) })
-			ls := launchesByTask(sched.Received())[1]
-			if len(ls) != len(units) {
-				t.Fatalf("%d launches heard, %d made\n%s", len(ls), len(units), r.Stderr)
-			}
+			_, ls := launchAll(t, sched, env, launcher, kernelsPTX(t), "direct", "4")
 			for i, l := range ls {
 				wantReq := c.want == askEach || i%(credit+1) == 0
 				if l.Seq != uint32(i+1) || l.Request != wantReq {
@@ -97,16 +88,7 @@ func TestHookGate(t *testing.T) {
 			"FIKIT_GRANT_TIMEOUT_MS=5000")
 		// Runs of 1 ms kernels: the sender reports the first launches
 		// long before the last run is launched.
-		r := runCmd(t, hookTimeout, env, launcher, kernelsPTX(t), "direct", "30", "1000000")
-		if r.ExitCode != 0 {
-			t.Fatalf("launcher: %v", r)
-		}
-		units := parseLauncher(t, r.Stdout)
-		waitFor(2*time.Second, func() bool { return len(launchesByTask(sched.Received())[1]) >= len(units) })
-		ls := launchesByTask(sched.Received())[1]
-		if len(ls) != len(units) {
-			t.Fatalf("%d launches heard, %d made\n%s", len(ls), len(units), r.Stderr)
-		}
+		_, ls := launchAll(t, sched, env, launcher, kernelsPTX(t), "direct", "30", "1000000")
 		first := -1
 		for i, l := range ls {
 			switch {

@@ -461,3 +461,20 @@ func newBoard(t testing.TB) *board.Board {
 	})
 	return b
 }
+
+// launchAll runs the launcher with args and returns what it launched and
+// task 1's launches as the fake scheduler heard them, every one.
+func launchAll(t *testing.T, sched *fakeSched, env []string, launcher string, args ...string) ([]launcherUnit, []taskLaunch) {
+	t.Helper()
+	r := runCmd(t, hookTimeout, env, launcher, args...)
+	if r.ExitCode != 0 {
+		t.Fatalf("launcher: %v", r)
+	}
+	units := parseLauncher(t, r.Stdout)
+	waitFor(2*time.Second, func() bool { return len(launchesByTask(sched.Received())[1]) >= len(units) })
+	ls := launchesByTask(sched.Received())[1]
+	if len(ls) != len(units) {
+		t.Fatalf("%d launches heard, %d made\n%s", len(ls), len(units), r.Stderr)
+	}
+	return units, ls
+}

@@ -146,16 +146,7 @@ func TestHookWaiter(t *testing.T) {
 			sched := newFakeSched(t, schedPolicy{Role: udp.RoleWaiter, Phase: udp.PhaseSharing, Credit: credit})
 			env := hookEnv(t, uniqueShm(t), sched.Addr(), "FIKIT_PRIORITY=7", "FIKIT_CONNECT_TIMEOUT_MS=3000",
 				"FIKIT_GRANT_TIMEOUT_MS=5000")
-			r := runCmd(t, hookTimeout, env, launcher, kernelsPTX(t), "direct", "4")
-			if r.ExitCode != 0 {
-				t.Fatalf("launcher: %v", r)
-			}
-			units := parseLauncher(t, r.Stdout)
-			waitFor(2*time.Second, func() bool { return len(launchesByTask(sched.Received())[1]) >= len(units) })
-			ls := launchesByTask(sched.Received())[1]
-			if len(ls) != len(units) {
-				t.Fatalf("%d launches heard, %d made\n%s", len(ls), len(units), r.Stderr)
-			}
+			units, ls := launchAll(t, sched, env, launcher, kernelsPTX(t), "direct", "4")
 			for i, l := range ls {
 				// Each grant carries the credit: the next `credit` launches
 				// go without asking.

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"encoding/binary"
 	"os"
 	"path/filepath"
@@ -31,13 +30,12 @@ func TestBoard(t *testing.T) {
 	cfg.HolderTTL = int64(100 * time.Millisecond)
 	cfg.MaxCredit = 0
 	path := filepath.Join(t.TempDir(), "board")
-	s, err := New(Config{Listen: "127.0.0.1:0", Store: st, Scheduler: cfg, Board: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() { // registered first, so it runs after the daemon's stop
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Errorf("board left after the daemon stopped: %v", err)
+		}
+	})
+	s := startServerWith(t, Config{Listen: "127.0.0.1:0", Store: st, Scheduler: cfg, Board: path})
 
 	hp, lp, req := newFakeHook(t, s), newFakeHook(t, s), newFakeHook(t, s)
 	ha, la := hp.register("hp", 0), lp.register("lp", 5)
@@ -99,13 +97,6 @@ func TestBoard(t *testing.T) {
 		t.Errorf("board elections %d, want 1", n)
 	}
 
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Fatalf("board left after the daemon stopped: %v", err)
-	}
 }
 
 // recvType waits for the next message of type T on h, skipping others.

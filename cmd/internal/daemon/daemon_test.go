@@ -85,7 +85,14 @@ func (h *fakeHook) register(key string, prio uint8) *udp.RegisterAck {
 
 func startServer(t *testing.T, st store.Store, cfg scheduler.Config, socket string) *Server {
 	t.Helper()
-	s, err := New(Config{Listen: "127.0.0.1:0", Store: st, Scheduler: cfg, AdminSocket: socket})
+	return startServerWith(t, Config{Listen: "127.0.0.1:0", Store: st, Scheduler: cfg, AdminSocket: socket})
+}
+
+// startServerWith starts a daemon with cfg; the test's cleanup stops it
+// and checks that Run returned no error.
+func startServerWith(t *testing.T, c Config) *Server {
+	t.Helper()
+	s, err := New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
