@@ -148,6 +148,7 @@ typedef struct fk_task {
 	_Atomic(fk_board *) board;
 	_Atomic uint64_t gate_seen;
 	_Atomic uint64_t gate_expires;
+	_Atomic uint64_t token; /* the registration's, on every message about the task */
 	_Alignas(64) atomic_uint seq; /* per-task launch counter (design) */
 	_Alignas(64) atomic_uint run_kernels;
 	_Atomic uint64_t run_start_ns;
@@ -190,6 +191,13 @@ extern fk_task fk_tasks[FK_MAX_TASKS];
 extern atomic_int fk_ntasks;
 extern fk_task *_Atomic fk_single_task; /* set when the process sees one device */
 extern atomic_int fk_multi_device;
+
+/* Whom a message about t is about: its ID and its registration's token. */
+static inline fk_who fk_who_of(fk_task *t)
+{
+	return (fk_who){atomic_load_explicit(&t->task_id, memory_order_relaxed),
+			atomic_load_explicit(&t->token, memory_order_relaxed)};
+}
 
 fk_task *fk_task_slow(void);
 /* The task of the current context, registering it at its first launch. */

@@ -232,7 +232,7 @@ static void kernel_info(fk_task *t, mstate *m, kstat *st, const rkernel *k)
 	if (!st || st->info_reg == m->reg + 1)
 		return;
 	st->info_reg = m->reg + 1;
-	fk_out_commit(fk_enc_kernel_info(fk_out_slot(), FK_MAX_DATAGRAM, atomic_load(&t->task_id), k->kid,
+	fk_out_commit(fk_enc_kernel_info(fk_out_slot(), FK_MAX_DATAGRAM, fk_who_of(t), k->kid,
 					 k->fn->name, k->fn->len, k->dims));
 }
 
@@ -395,13 +395,13 @@ static void settle(fk_task *t, mstate *m)
 	m->ambiguous_runs = 0;
 	fk_meas_rec out[MEAS_PER_DGRAM];
 	size_t n = 0;
-	uint32_t id = atomic_load(&t->task_id);
+	fk_who who = fk_who_of(t);
 	for (size_t i = 0; i < m->nrun; i++) {
 		rkernel *k = &m->run[i];
 		kernel_info(t, m, kstat_of(m, k->kid), k);
 		out[n++] = (fk_meas_rec){k->kid, (uint64_t)k->dur, (uint64_t)k->gap, k->flags};
 		if (n == MEAS_PER_DGRAM || i + 1 == m->nrun) {
-			fk_out_commit(fk_enc_measurements(fk_out_slot(), FK_MAX_DATAGRAM, id, t->run, out, n));
+			fk_out_commit(fk_enc_measurements(fk_out_slot(), FK_MAX_DATAGRAM, who, t->run, out, n));
 			n = 0;
 		}
 	}
@@ -423,7 +423,7 @@ static void run_end(fk_task *t, mstate *m, const mitem *it)
 	}
 	if (!m->run_bad && m->nrun)
 		settle(t, m);
-	fk_out_commit(fk_enc_run_end(fk_out_slot(), FK_MAX_DATAGRAM, atomic_load(&t->task_id), t->run, it->kernels,
+	fk_out_commit(fk_enc_run_end(fk_out_slot(), FK_MAX_DATAGRAM, fk_who_of(t), t->run, it->kernels,
 				     it->kid, (uint8_t)it->reason, it->last_seq));
 	t->run++;
 	m->nrun = 0;

@@ -214,7 +214,7 @@ static void send_register(fk_task *t, int fresh)
 	memcpy(m.uuid, t->uuid, 16);
 	m.device_name = t->dev_name;
 	m.device_name_len = strlen(t->dev_name);
-	m.hook_flags = 0;
+	m.hook_flags = FK_HOOK_SENDS_TOKEN;
 	t->reg_seq = m.seq;
 	t->reg_sent_ns = fk_now_ns();
 	fk_out_commit(fk_enc_register(fk_out_slot(), FK_MAX_DATAGRAM, &m));
@@ -245,6 +245,7 @@ static void on_register_ack(const fk_msg_in *m)
 		 * boundary; any later activation lands mid-run. */
 		if (st != FK_ST_REGISTERING)
 			atomic_store(&t->partial_run, 1);
+		atomic_store(&t->token, m->token); /* before the ID: no message pairs the new ID with an old token */
 		atomic_store(&t->task_id, m->task_id);
 		t->heartbeat_ms = m->heartbeat_ms;
 		t->profile_runs = m->profile_runs;
@@ -304,8 +305,10 @@ static void on_message(const uint8_t *buf, size_t len)
 			fk_credit_grant(t, m.seq, m.credit, m.seen_ns, m.expires_ns);
 		break;
 	case FK_MSG_ERROR:
-		fk_log(FK_LOG_DEBUG, "scheduler error %u for task %u: %.*s", m.code, m.task_id, (int)m.message_len,
-		       m.message);
+		/* Invalid value about a registered task: the policy registered it at a
+		 * worse priority than asked. The user should know. */
+		fk_log(m.code == FK_ERR_INVALID && m.task_id ? FK_LOG_WARN : FK_LOG_DEBUG, "scheduler error %u for task %u: %.*s",
+		       m.code, m.task_id, (int)m.message_len, m.message);
 		if (m.code == FK_ERR_UNKNOWN_TASK && (t = task_by_id(m.task_id)))
 			atomic_store(&t->rereg, 1);
 		if (m.code == FK_ERR_VERSION) {
@@ -346,7 +349,8 @@ static int receive_all(void)
  * datagram for what the ring held, instead of one per launch (each costs the
  * sender about 5 µs of loopback stack). */
 typedef struct batch {
-	uint32_t task_id, seq, n;
+	fk_who who;
+	uint32_t seq, n;
 	uint64_t base_ns;
 	uint64_t kid[FK_BATCH_MAX];
 	uint32_t off[FK_BATCH_MAX];
@@ -358,7 +362,7 @@ static void batch_flush(int ti)
 	batch *b = &batches[ti];
 	if (!b->n)
 		return;
-	fk_out_commit(fk_enc_launch_batch(fk_out_slot(), FK_MAX_DATAGRAM, b->task_id, b->seq, b->base_ns, b->kid,
+	fk_out_commit(fk_enc_launch_batch(fk_out_slot(), FK_MAX_DATAGRAM, b->who, b->seq, b->base_ns, b->kid,
 					  b->off, b->n));
 	b->n = 0;
 }
@@ -366,14 +370,14 @@ static void batch_flush(int ti)
 static void batch_add(fk_task *t, const fk_rec *r)
 {
 	batch *b = &batches[t->index];
-	uint32_t id = atomic_load(&t->task_id);
+	fk_who who = fk_who_of(t);
 	/* A batch holds consecutive seqs (threads may push out of order) whose
 	 * times fit its 32-bit offsets. */
-	if (b->n && (b->task_id != id || r->seq != b->seq + b->n || r->t_ns < b->base_ns ||
+	if (b->n && (b->who.id != who.id || b->who.token != who.token || r->seq != b->seq + b->n || r->t_ns < b->base_ns ||
 		     r->t_ns - b->base_ns > UINT32_MAX || b->n == FK_BATCH_MAX))
 		batch_flush(t->index);
 	if (!b->n) {
-		b->task_id = id;
+		b->who = who;
 		b->seq = r->seq;
 		b->base_ns = r->t_ns;
 	}
@@ -437,8 +441,7 @@ static void timers(uint64_t now)
 		if (due)
 			send_register(t, fresh);
 		if (st == FK_ST_ACTIVE && t->heartbeat_ms && now >= t->next_heartbeat_ns) {
-			fk_out_commit(fk_enc_task_only(fk_out_slot(), FK_MAX_DATAGRAM, FK_MSG_HEARTBEAT,
-						       atomic_load(&t->task_id)));
+			fk_out_commit(fk_enc_task_only(fk_out_slot(), FK_MAX_DATAGRAM, FK_MSG_HEARTBEAT, fk_who_of(t)));
 			t->next_heartbeat_ns = now + (uint64_t)t->heartbeat_ms * 1000000u;
 		}
 	}
@@ -530,7 +533,7 @@ static void at_exit(void)
 		if (atomic_load(&fk_tasks[i].state) != FK_ST_ACTIVE)
 			continue;
 		uint8_t buf[32];
-		size_t len = fk_enc_task_only(buf, sizeof buf, FK_MSG_GOODBYE, atomic_load(&fk_tasks[i].task_id));
+		size_t len = fk_enc_task_only(buf, sizeof buf, FK_MSG_GOODBYE, fk_who_of(&fk_tasks[i]));
 		ssize_t r = send(ctl, buf, len, MSG_DONTWAIT);
 		(void)r;
 	}

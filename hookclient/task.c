@@ -261,6 +261,7 @@ void fk_tasks_reset_child(void)
 		atomic_store(&t->credit_limit, 0);
 		atomic_store(&t->revoked_seq, 0);
 		atomic_store(&t->task_id, 0);
+		atomic_store(&t->token, 0);
 		atomic_store(&t->seq, 0);
 		atomic_store(&t->run_kernels, 0);
 		atomic_store(&t->backoff_until_ns, 0);

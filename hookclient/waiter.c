@@ -104,8 +104,9 @@ void fk_waiter_request(fk_task *t, uint32_t seq, uint64_t kid)
 	while (recv(fd, buf, sizeof buf, MSG_DONTWAIT) > 0)
 		; /* late answers to requests that already failed open */
 	unsigned gen = atomic_load(&t->reg_gen);
-	uint32_t id = atomic_load(&t->task_id);
-	size_t len = fk_enc_launch(buf, sizeof buf, FK_MSG_LAUNCH_REQUEST, id, seq, kid);
+	fk_who who = fk_who_of(t);
+	uint32_t id = who.id;
+	size_t len = fk_enc_launch(buf, sizeof buf, FK_MSG_LAUNCH_REQUEST, who, seq, kid);
 	if (send(fd, buf, len, 0) < 0) {
 		if (errno == ECONNREFUSED)
 			lost(t, gen);

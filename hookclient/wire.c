@@ -105,6 +105,14 @@ static void head(fk_wbuf *w, uint32_t nfields, int type)
 
 static size_t done(const fk_wbuf *w) { return w->overflow ? 0 : fk_wbuf_len(w); }
 
+/* The token, the optional last field of every message about a task. */
+static size_t done_who(fk_wbuf *w, fk_who who)
+{
+	if (who.token)
+		fk_mp_uint(w, who.token);
+	return done(w);
+}
+
 size_t fk_enc_register(void *buf, size_t cap, const fk_register *m)
 {
 	fk_wbuf w = fk_wbuf_make(buf, cap);
@@ -119,21 +127,21 @@ size_t fk_enc_register(void *buf, size_t cap, const fk_register *m)
 	return done(&w);
 }
 
-size_t fk_enc_launch(void *buf, size_t cap, int type, uint32_t task, uint32_t seq, uint64_t kid)
+size_t fk_enc_launch(void *buf, size_t cap, int type, fk_who who, uint32_t seq, uint64_t kid)
 {
 	fk_wbuf w = fk_wbuf_make(buf, cap);
-	head(&w, 3, type);
-	fk_mp_uint(&w, task);
+	head(&w, 3 + !!who.token, type);
+	fk_mp_uint(&w, who.id);
 	fk_mp_uint(&w, seq);
 	fk_mp_uint(&w, kid);
-	return done(&w);
+	return done_who(&w, who);
 }
 
-size_t fk_enc_measurements(void *buf, size_t cap, uint32_t task, uint32_t run, const fk_meas_rec *r, size_t n)
+size_t fk_enc_measurements(void *buf, size_t cap, fk_who who, uint32_t run, const fk_meas_rec *r, size_t n)
 {
 	fk_wbuf w = fk_wbuf_make(buf, cap);
-	head(&w, 3, FK_MSG_MEASUREMENTS);
-	fk_mp_uint(&w, task);
+	head(&w, 3 + !!who.token, FK_MSG_MEASUREMENTS);
+	fk_mp_uint(&w, who.id);
 	fk_mp_uint(&w, run);
 	fk_mp_array(&w, (uint32_t)n);
 	for (size_t i = 0; i < n; i++) {
@@ -143,15 +151,15 @@ size_t fk_enc_measurements(void *buf, size_t cap, uint32_t task, uint32_t run, c
 		fk_mp_uint(&w, r[i].gap_ns);
 		fk_mp_uint(&w, r[i].flags);
 	}
-	return done(&w);
+	return done_who(&w, who);
 }
 
-size_t fk_enc_launch_batch(void *buf, size_t cap, uint32_t task, uint32_t seq, uint64_t base_ns, const uint64_t *kid,
+size_t fk_enc_launch_batch(void *buf, size_t cap, fk_who who, uint32_t seq, uint64_t base_ns, const uint64_t *kid,
 			   const uint32_t *off, size_t n)
 {
 	fk_wbuf w = fk_wbuf_make(buf, cap);
-	head(&w, 4, FK_MSG_LAUNCH_BATCH);
-	fk_mp_uint(&w, task);
+	head(&w, 4 + !!who.token, FK_MSG_LAUNCH_BATCH);
+	fk_mp_uint(&w, who.id);
 	fk_mp_uint(&w, seq);
 	fk_mp_uint(&w, base_ns);
 	fk_mp_array(&w, (uint32_t)n);
@@ -160,41 +168,41 @@ size_t fk_enc_launch_batch(void *buf, size_t cap, uint32_t task, uint32_t seq, u
 		fk_mp_uint(&w, kid[i]);
 		fk_mp_uint(&w, off[i]);
 	}
-	return done(&w);
+	return done_who(&w, who);
 }
 
-size_t fk_enc_run_end(void *buf, size_t cap, uint32_t task, uint32_t run, uint32_t kernels, uint64_t run_ns,
+size_t fk_enc_run_end(void *buf, size_t cap, fk_who who, uint32_t run, uint32_t kernels, uint64_t run_ns,
 		      uint8_t reason, uint32_t last_seq)
 {
 	fk_wbuf w = fk_wbuf_make(buf, cap);
-	head(&w, 6, FK_MSG_RUN_END);
-	fk_mp_uint(&w, task);
+	head(&w, 6 + !!who.token, FK_MSG_RUN_END);
+	fk_mp_uint(&w, who.id);
 	fk_mp_uint(&w, run);
 	fk_mp_uint(&w, kernels);
 	fk_mp_uint(&w, run_ns);
 	fk_mp_uint(&w, reason);
 	fk_mp_uint(&w, last_seq);
-	return done(&w);
+	return done_who(&w, who);
 }
 
-size_t fk_enc_task_only(void *buf, size_t cap, int type, uint32_t task)
+size_t fk_enc_task_only(void *buf, size_t cap, int type, fk_who who)
 {
 	fk_wbuf w = fk_wbuf_make(buf, cap);
-	head(&w, 1, type);
-	fk_mp_uint(&w, task);
-	return done(&w);
+	head(&w, 1 + !!who.token, type);
+	fk_mp_uint(&w, who.id);
+	return done_who(&w, who);
 }
 
 static size_t uint_size(uint64_t v) { return v < 0x80 ? 1 : v <= 0xff ? 2 : v <= 0xffff ? 3 : v <= 0xffffffffu ? 5 : 9; }
 static size_t str_head(size_t n) { return n < 32 ? 1 : n <= 0xff ? 2 : n <= 0xffff ? 3 : 5; }
 
-size_t fk_enc_kernel_info(void *buf, size_t cap, uint32_t task, uint64_t kid, const char *name, size_t name_len,
+size_t fk_enc_kernel_info(void *buf, size_t cap, fk_who who, uint64_t kid, const char *name, size_t name_len,
 			  const uint32_t dims[6])
 {
 	/* A name that would not fit is cut so the datagram is exactly cap bytes
 	 * (design; the ID keeps the full name). The msgpack string header
 	 * shrinks with the name, hence the loop. */
-	size_t fixed = 3 + uint_size(task) + uint_size(kid) + 2;
+	size_t fixed = 3 + uint_size(who.id) + uint_size(kid) + 2 + (who.token ? uint_size(who.token) : 0);
 	for (int i = 0; i < 6; i++)
 		fixed += uint_size(dims[i]);
 	if (name_len > cap)
@@ -202,8 +210,8 @@ size_t fk_enc_kernel_info(void *buf, size_t cap, uint32_t task, uint64_t kid, co
 	while (name_len > 0 && fixed + str_head(name_len) + name_len > cap)
 		name_len--;
 	fk_wbuf w = fk_wbuf_make(buf, cap);
-	head(&w, 5, FK_MSG_KERNEL_INFO);
-	fk_mp_uint(&w, task);
+	head(&w, 5 + !!who.token, FK_MSG_KERNEL_INFO);
+	fk_mp_uint(&w, who.id);
 	fk_mp_uint(&w, kid);
 	fk_mp_str(&w, name, name_len);
 	for (int t = 0; t < 2; t++) {
@@ -211,7 +219,7 @@ size_t fk_enc_kernel_info(void *buf, size_t cap, uint32_t task, uint64_t kid, co
 		for (int i = 0; i < 3; i++)
 			fk_mp_uint(&w, dims[3 * t + i]);
 	}
-	return done(&w);
+	return done_who(&w, who);
 }
 
 /* ---- decoding ---- */
@@ -415,6 +423,8 @@ int fk_decode(const void *buf, size_t len, fk_msg_in *m)
 			bad = get_uint(&r, UINT64_MAX, &m->board_gen);
 		if (!bad && n > 2 + need && ++need)
 			bad = get_u8(&r, 0, FK_BOARD_GPUS - 1, &m->board_gpu);
+		if (!bad && n > 2 + need && ++need)
+			bad = get_uint(&r, UINT64_MAX, &m->token);
 		break;
 	case FK_MSG_GRANT:
 		need = 3;

@@ -77,26 +77,37 @@ typedef struct fk_meas_rec {
 	uint8_t flags;
 } fk_meas_rec;
 
+/* Register's hook_flags: the hook sends its RegisterAck's token on every
+ * message about the task (udp.HookSendsToken). */
+#define FK_HOOK_SENDS_TOKEN 1u
+
+/* Whom a message is about: the task's ID and its registration's token (0:
+ * none; the optional last field is then left out). */
+typedef struct fk_who {
+	uint32_t id;
+	uint64_t token;
+} fk_who;
+
 /* Encoders return the datagram length, or 0 if it did not fit in cap. */
 size_t fk_enc_register(void *buf, size_t cap, const fk_register *m);
-size_t fk_enc_launch(void *buf, size_t cap, int type, uint32_t task, uint32_t seq, uint64_t kid);
-size_t fk_enc_measurements(void *buf, size_t cap, uint32_t task, uint32_t run, const fk_meas_rec *r,
-			   size_t n);
-size_t fk_enc_run_end(void *buf, size_t cap, uint32_t task, uint32_t run, uint32_t kernels, uint64_t run_ns,
+size_t fk_enc_launch(void *buf, size_t cap, int type, fk_who who, uint32_t seq, uint64_t kid);
+size_t fk_enc_measurements(void *buf, size_t cap, fk_who who, uint32_t run, const fk_meas_rec *r, size_t n);
+size_t fk_enc_run_end(void *buf, size_t cap, fk_who who, uint32_t run, uint32_t kernels, uint64_t run_ns,
 		      uint8_t reason, uint32_t last_seq);
-size_t fk_enc_task_only(void *buf, size_t cap, int type, uint32_t task); /* Heartbeat, Goodbye */
-size_t fk_enc_kernel_info(void *buf, size_t cap, uint32_t task, uint64_t kid, const char *name, size_t name_len,
+size_t fk_enc_task_only(void *buf, size_t cap, int type, fk_who who); /* Heartbeat, Goodbye */
+size_t fk_enc_kernel_info(void *buf, size_t cap, fk_who who, uint64_t kid, const char *name, size_t name_len,
 			  const uint32_t dims[6]);
 
 /* LaunchBatch: launches seq, seq+1, … of one task; launch i at base_ns +
  * off[i] on CLOCK_MONOTONIC. FK_BATCH_MAX worst-case launches always fit. */
-size_t fk_enc_launch_batch(void *buf, size_t cap, uint32_t task, uint32_t seq, uint64_t base_ns, const uint64_t *kid,
+size_t fk_enc_launch_batch(void *buf, size_t cap, fk_who who, uint32_t seq, uint64_t base_ns, const uint64_t *kid,
 			   const uint32_t *off, size_t n);
-#define FK_BATCH_MAX 91 /* (1400 - 25) / 15: fixarray + uint64 + uint32 per launch */
+#define FK_BATCH_MAX 91 /* (1400 - 34) / 15: fixarray + uint64 + uint32 per launch */
 
-/* Bytes one Measurements record takes at most, and the fixed part. */
+/* Bytes one Measurements record takes at most, and the fixed part (with
+ * the token). */
 #define FK_MEAS_REC_MAX 29 /* fixarray + 3 × uint64 + flags (≤ 3: fixint) */
-#define FK_MEAS_HEAD_MAX 16
+#define FK_MEAS_HEAD_MAX 25
 
 typedef struct fk_msg_in {
 	int type;
@@ -109,6 +120,7 @@ typedef struct fk_msg_in {
 	size_t board_len;
 	uint64_t board_gen;
 	uint8_t board_gpu;
+	uint64_t token; /* RegisterAck: the registration's token (0: none) */
 } fk_msg_in;
 
 /* Decode a daemon → hook datagram. Returns 0 on success, -1 if it is not a

@@ -70,6 +70,7 @@ type statusJSON struct {
 		ID       uint32 `json:"id"`
 		Verified bool   `json:"pid_verified"`
 		Key      string `json:"task_key"`
+		Priority int    `json:"priority"`
 		GPU      string `json:"gpu"`
 		Model    string `json:"model"`
 		Role     string `json:"role"`

@@ -60,7 +60,7 @@ func TestDecodeAllocs(t *testing.T) {
 		}
 	}
 	// The msgpack-based path too, for a non-canonical form.
-	b := mustHex(t, "96010601"+"93010203"+"82a161019102a162"+"92c0c2")
+	b := mustHex(t, "97010601"+"00"+"93010203"+"82a161019102a162"+"92c0c2")
 	if _, err := d.Decode(b); err != nil {
 		t.Fatal(err)
 	}

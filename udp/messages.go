@@ -17,10 +17,12 @@ type Message interface {
 
 // TaskMessage is a hook's message about a task it registered: every
 // message to the daemon but Register. The daemon checks that its sender may
-// speak for that task before it believes it.
+// speak for that task before it believes it: AuthToken is the token of the
+// task's RegisterAck (0 from a hook that sends none).
 type TaskMessage interface {
 	Message
 	Task() uint32
+	AuthToken() uint64
 }
 
 func (m LaunchNotify) Task() uint32  { return m.TaskID }
@@ -31,6 +33,20 @@ func (m Heartbeat) Task() uint32     { return m.TaskID }
 func (m Goodbye) Task() uint32       { return m.TaskID }
 func (m KernelInfo) Task() uint32    { return m.TaskID }
 func (m LaunchBatch) Task() uint32   { return m.TaskID }
+
+func (m LaunchNotify) AuthToken() uint64  { return m.Token }
+func (m LaunchRequest) AuthToken() uint64 { return m.Token }
+func (m Measurements) AuthToken() uint64  { return m.Token }
+func (m RunEnd) AuthToken() uint64        { return m.Token }
+func (m Heartbeat) AuthToken() uint64     { return m.Token }
+func (m Goodbye) AuthToken() uint64       { return m.Token }
+func (m KernelInfo) AuthToken() uint64    { return m.Token }
+func (m LaunchBatch) AuthToken() uint64   { return m.Token }
+
+// HookSendsToken is a Register's hook_flags bit: the hook sends the token
+// of its RegisterAck on every message about the task, so the daemon may
+// drop any message without it (docs/security.md).
+const HookSendsToken = 1
 
 // decodable is a pointer to a message, which a decoder fills.
 type decodable interface {
@@ -46,7 +62,7 @@ type Register struct {
 	Priority   uint8    // 0 (highest) to 9
 	DeviceUUID [16]byte // the GPU's UUID
 	DeviceName string   // the GPU's model name; profiles are per model
-	HookFlags  uint32   // hook capabilities, reserved (0)
+	HookFlags  uint32   // hook capabilities: HookSendsToken
 }
 
 // LaunchNotify reports a launch after the fact: a holder's launch or a
@@ -55,6 +71,7 @@ type LaunchNotify struct {
 	TaskID   uint32
 	Seq      uint32 // per-task launch counter shared with LaunchRequest, from 1
 	KernelID uint64
+	Token    uint64 // the task's RegisterAck token (optional field)
 }
 
 // LaunchRequest asks to launch; the daemon answers Grant or Hold (type 3).
@@ -62,6 +79,7 @@ type LaunchRequest struct {
 	TaskID   uint32
 	Seq      uint32 // per-task launch counter shared with LaunchNotify, from 1
 	KernelID uint64
+	Token    uint64 // the task's RegisterAck token (optional field)
 }
 
 // Record is one measured kernel launch of a profiling run.
@@ -79,6 +97,7 @@ type Measurements struct {
 	TaskID  uint32
 	Run     uint32
 	Records []Record
+	Token   uint64 // the task's RegisterAck token (optional field)
 }
 
 // RunEnd closes a run (type 5).
@@ -92,16 +111,19 @@ type RunEnd struct {
 	// LastSeq−Kernels+1 … LastSeq, which places the run whatever the daemon
 	// saw of it (a hook that re-registered mid-run, lost reports). 0: unknown.
 	LastSeq uint32
+	Token   uint64 // the task's RegisterAck token (optional field)
 }
 
 // Heartbeat tells the daemon the task is alive (type 6).
 type Heartbeat struct {
 	TaskID uint32
+	Token  uint64 // the task's RegisterAck token (optional field)
 }
 
 // Goodbye tells the daemon the task is leaving (type 7).
 type Goodbye struct {
 	TaskID uint32
+	Token  uint64 // the task's RegisterAck token (optional field)
 }
 
 // RegisterAck answers Register (type 8).
@@ -118,6 +140,9 @@ type RegisterAck struct {
 	Board    string
 	BoardGen uint64
 	BoardGPU uint8
+	// Token is the task's secret for this registration (0: none): a
+	// hook that said HookSendsToken puts it on every message about the task.
+	Token uint64
 }
 
 // Grant lets a waiter launch (type 9).
@@ -172,6 +197,7 @@ type KernelInfo struct {
 	Name     string // mangled, as the driver reports it
 	Grid     [3]uint32
 	Block    [3]uint32
+	Token    uint64 // the task's RegisterAck token (optional field)
 }
 
 // LaunchBatch reports consecutive launches of one task after the fact, each
@@ -186,6 +212,7 @@ type LaunchBatch struct {
 	Seq      uint32 // seq of the first launch
 	BaseNS   uint64 // CLOCK_MONOTONIC of the first launch
 	Launches []Launch
+	Token    uint64 // the task's RegisterAck token (optional field)
 }
 
 // Launch is one launch of a LaunchBatch.
@@ -222,7 +249,7 @@ type field struct {
 const BoardGPUs = 16
 
 // maxFields is the largest number of fields of any type.
-const maxFields = 9
+const maxFields = 10
 
 func u8(name string) field                  { return field{name: name, kind: kUint, hi: math.MaxUint8} }
 func u32(name string) field                 { return field{name: name, kind: kUint, hi: math.MaxUint32} }
@@ -272,6 +299,9 @@ func def[M any, P interface {
 }
 
 var (
+	// tokenField is the task's RegisterAck token, last on every message
+	// about a task (and on RegisterAck itself).
+	tokenField = optional(u64("token"))
 	roleField  = enum("role", uint64(RoleHolder), uint64(RoleWaiter))
 	phaseField = enum("phase", uint64(PhaseProfiling), uint64(PhaseSharing))
 )
@@ -279,17 +309,19 @@ var (
 var messages = [...]messageDef{
 	TypeRegister: def[Register]("Register", ToDaemon, u32("seq"), str("task_key"), u32("pid"),
 		enum("priority", 0, 9), field{name: "device_uuid", kind: kBin16}, str("device_name"), u32("hook_flags")),
-	TypeLaunchNotify:  def[LaunchNotify]("LaunchNotify", ToDaemon, u32("task_id"), u32("seq"), u64("kernel_id")),
-	TypeLaunchRequest: def[LaunchRequest]("LaunchRequest", ToDaemon, u32("task_id"), u32("seq"), u64("kernel_id")),
+	TypeLaunchNotify: def[LaunchNotify]("LaunchNotify", ToDaemon, u32("task_id"), u32("seq"), u64("kernel_id"),
+		tokenField),
+	TypeLaunchRequest: def[LaunchRequest]("LaunchRequest", ToDaemon, u32("task_id"), u32("seq"), u64("kernel_id"),
+		tokenField),
 	TypeMeasurements: def[Measurements]("Measurements", ToDaemon, u32("task_id"), u32("run"),
-		field{name: "records", kind: kRecords}),
+		field{name: "records", kind: kRecords}, tokenField),
 	TypeRunEnd: def[RunEnd]("RunEnd", ToDaemon, u32("task_id"), u32("run"), u32("kernels"), u64("run_ns"),
-		enum("reason", uint64(ReasonStreamSync), uint64(ReasonExplicit)), u32("last_seq")),
-	TypeHeartbeat: def[Heartbeat]("Heartbeat", ToDaemon, u32("task_id")),
-	TypeGoodbye:   def[Goodbye]("Goodbye", ToDaemon, u32("task_id")),
+		enum("reason", uint64(ReasonStreamSync), uint64(ReasonExplicit)), u32("last_seq"), tokenField),
+	TypeHeartbeat: def[Heartbeat]("Heartbeat", ToDaemon, u32("task_id"), tokenField),
+	TypeGoodbye:   def[Goodbye]("Goodbye", ToDaemon, u32("task_id"), tokenField),
 	TypeRegisterAck: def[RegisterAck]("RegisterAck", ToHook, u32("seq"), u32("task_id"), roleField, phaseField,
 		u32("profile_runs"), u32("heartbeat_ms"), optional(str("board")), optional(u64("board_gen")),
-		optional(enum("board_gpu", 0, BoardGPUs-1))),
+		optional(enum("board_gpu", 0, BoardGPUs-1)), tokenField),
 	TypeGrant: def[Grant]("Grant", ToHook, u32("task_id"), u32("seq"), u32("credit"), optional(u64("seen_ns")),
 		optional(u64("expires_ns"))),
 	TypeHold: def[Hold]("Hold", ToHook, u32("task_id"), u32("seq")),
@@ -298,9 +330,9 @@ var messages = [...]messageDef{
 	TypeError: def[Error]("Error", ToHook, enum("code", uint64(CodeUnknownTask), uint64(CodeOverloaded)),
 		u32("task_id"), str("message")),
 	TypeKernelInfo: def[KernelInfo]("KernelInfo", ToDaemon, u32("task_id"), u64("kernel_id"), str("name"),
-		field{name: "grid", kind: kTriple}, field{name: "block", kind: kTriple}),
+		field{name: "grid", kind: kTriple}, field{name: "block", kind: kTriple}, tokenField),
 	TypeLaunchBatch: def[LaunchBatch]("LaunchBatch", ToDaemon, u32("task_id"), u32("seq"), u64("base_ns"),
-		field{name: "launches", kind: kLaunches}),
+		field{name: "launches", kind: kLaunches}, tokenField),
 }
 
 // Record flags: the only u8 inside records.
@@ -337,44 +369,45 @@ func (m *Register) get(v *values) {
 
 func (m LaunchNotify) Type() Type { return TypeLaunchNotify }
 func (m LaunchNotify) put(v *values) {
-	v.u[0], v.u[1], v.u[2] = uint64(m.TaskID), uint64(m.Seq), m.KernelID
+	v.u[0], v.u[1], v.u[2], v.u[3] = uint64(m.TaskID), uint64(m.Seq), m.KernelID, m.Token
 }
 func (m *LaunchNotify) get(v *values) {
-	*m = LaunchNotify{TaskID: uint32(v.u[0]), Seq: uint32(v.u[1]), KernelID: v.u[2]}
+	*m = LaunchNotify{TaskID: uint32(v.u[0]), Seq: uint32(v.u[1]), KernelID: v.u[2], Token: v.u[3]}
 }
 
 func (m LaunchRequest) Type() Type { return TypeLaunchRequest }
 func (m LaunchRequest) put(v *values) {
-	v.u[0], v.u[1], v.u[2] = uint64(m.TaskID), uint64(m.Seq), m.KernelID
+	v.u[0], v.u[1], v.u[2], v.u[3] = uint64(m.TaskID), uint64(m.Seq), m.KernelID, m.Token
 }
 func (m *LaunchRequest) get(v *values) {
-	*m = LaunchRequest{TaskID: uint32(v.u[0]), Seq: uint32(v.u[1]), KernelID: v.u[2]}
+	*m = LaunchRequest{TaskID: uint32(v.u[0]), Seq: uint32(v.u[1]), KernelID: v.u[2], Token: v.u[3]}
 }
 
 func (m Measurements) Type() Type { return TypeMeasurements }
 func (m Measurements) put(v *values) {
-	v.u[0], v.u[1], v.r = uint64(m.TaskID), uint64(m.Run), m.Records
+	v.u[0], v.u[1], v.r, v.u[3] = uint64(m.TaskID), uint64(m.Run), m.Records, m.Token
 }
 func (m *Measurements) get(v *values) {
-	*m = Measurements{TaskID: uint32(v.u[0]), Run: uint32(v.u[1]), Records: v.r}
+	*m = Measurements{TaskID: uint32(v.u[0]), Run: uint32(v.u[1]), Records: v.r, Token: v.u[3]}
 }
 
 func (m RunEnd) Type() Type { return TypeRunEnd }
 func (m RunEnd) put(v *values) {
 	v.u[0], v.u[1], v.u[2], v.u[3], v.u[4], v.u[5] = uint64(m.TaskID), uint64(m.Run), uint64(m.Kernels), m.RunNS,
 		uint64(m.Reason), uint64(m.LastSeq)
+	v.u[6] = m.Token
 }
 func (m *RunEnd) get(v *values) {
 	*m = RunEnd{TaskID: uint32(v.u[0]), Run: uint32(v.u[1]), Kernels: uint32(v.u[2]), RunNS: v.u[3],
-		Reason: RunEndReason(v.u[4]), LastSeq: uint32(v.u[5])}
+		Reason: RunEndReason(v.u[4]), LastSeq: uint32(v.u[5]), Token: v.u[6]}
 }
 
 func (m Heartbeat) Type() Type     { return TypeHeartbeat }
-func (m Heartbeat) put(v *values)  { v.u[0] = uint64(m.TaskID) }
-func (m *Heartbeat) get(v *values) { *m = Heartbeat{TaskID: uint32(v.u[0])} }
+func (m Heartbeat) put(v *values)  { v.u[0], v.u[1] = uint64(m.TaskID), m.Token }
+func (m *Heartbeat) get(v *values) { *m = Heartbeat{TaskID: uint32(v.u[0]), Token: v.u[1]} }
 func (m Goodbye) Type() Type       { return TypeGoodbye }
-func (m Goodbye) put(v *values)    { v.u[0] = uint64(m.TaskID) }
-func (m *Goodbye) get(v *values)   { *m = Goodbye{TaskID: uint32(v.u[0])} }
+func (m Goodbye) put(v *values)    { v.u[0], v.u[1] = uint64(m.TaskID), m.Token }
+func (m *Goodbye) get(v *values)   { *m = Goodbye{TaskID: uint32(v.u[0]), Token: v.u[1]} }
 func (m RegisterAck) Type() Type   { return TypeRegisterAck }
 func (m Grant) Type() Type         { return TypeGrant }
 func (m Hold) Type() Type          { return TypeHold }
@@ -385,12 +418,12 @@ func (m KernelInfo) Type() Type    { return TypeKernelInfo }
 func (m RegisterAck) put(v *values) {
 	v.u[0], v.u[1], v.u[2], v.u[3], v.u[4], v.u[5] = uint64(m.Seq), uint64(m.TaskID), uint64(m.Role),
 		uint64(m.Phase), uint64(m.ProfileRuns), uint64(m.HeartbeatMS)
-	v.s[6], v.u[7], v.u[8] = m.Board, m.BoardGen, uint64(m.BoardGPU)
+	v.s[6], v.u[7], v.u[8], v.u[9] = m.Board, m.BoardGen, uint64(m.BoardGPU), m.Token
 }
 func (m *RegisterAck) get(v *values) {
 	*m = RegisterAck{Seq: uint32(v.u[0]), TaskID: uint32(v.u[1]), Role: Role(v.u[2]), Phase: Phase(v.u[3]),
 		ProfileRuns: uint32(v.u[4]), HeartbeatMS: uint32(v.u[5]), Board: v.s[6], BoardGen: v.u[7],
-		BoardGPU: uint8(v.u[8])}
+		BoardGPU: uint8(v.u[8]), Token: v.u[9]}
 }
 
 func (m Grant) put(v *values) {
@@ -419,18 +452,18 @@ func (m *Error) get(v *values) {
 }
 
 func (m KernelInfo) put(v *values) {
-	v.u[0], v.u[1], v.s[2], v.t[3], v.t[4] = uint64(m.TaskID), m.KernelID, m.Name, m.Grid, m.Block
+	v.u[0], v.u[1], v.s[2], v.t[3], v.t[4], v.u[5] = uint64(m.TaskID), m.KernelID, m.Name, m.Grid, m.Block, m.Token
 }
 func (m *KernelInfo) get(v *values) {
-	*m = KernelInfo{TaskID: uint32(v.u[0]), KernelID: v.u[1], Name: v.s[2], Grid: v.t[3], Block: v.t[4]}
+	*m = KernelInfo{TaskID: uint32(v.u[0]), KernelID: v.u[1], Name: v.s[2], Grid: v.t[3], Block: v.t[4], Token: v.u[5]}
 }
 
 func (m LaunchBatch) Type() Type { return TypeLaunchBatch }
 func (m LaunchBatch) put(v *values) {
-	v.u[0], v.u[1], v.u[2], v.l = uint64(m.TaskID), uint64(m.Seq), m.BaseNS, m.Launches
+	v.u[0], v.u[1], v.u[2], v.l, v.u[4] = uint64(m.TaskID), uint64(m.Seq), m.BaseNS, m.Launches, m.Token
 }
 func (m *LaunchBatch) get(v *values) {
-	*m = LaunchBatch{TaskID: uint32(v.u[0]), Seq: uint32(v.u[1]), BaseNS: v.u[2], Launches: v.l}
+	*m = LaunchBatch{TaskID: uint32(v.u[0]), Seq: uint32(v.u[1]), BaseNS: v.u[2], Launches: v.l, Token: v.u[4]}
 }
 
 // newMessage returns a pointer to a new zero message of type t, which must be

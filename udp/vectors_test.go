@@ -120,6 +120,18 @@ func vectorCases() []vector {
 		add(fmt.Sprintf("grant_credit_%d", v), Grant{TaskID: 2, Seq: 5, Credit: uint32(v)})
 	}
 	add("grant_max", Grant{TaskID: math.MaxUint32, Seq: math.MaxUint32, Credit: math.MaxUint32})
+	add("register_ack_token", RegisterAck{Seq: 1, TaskID: 2, Role: RoleWaiter, Phase: PhaseSharing, ProfileRuns: 100,
+		HeartbeatMS: 1000, Token: 0x8badf00ddeadbeef})
+	add("register_ack_board_token", RegisterAck{Seq: 1, TaskID: 2, Role: RoleHolder, Phase: PhaseSharing,
+		Board: "b", BoardGen: 7, BoardGPU: 1, Token: 1})
+	add("launch_notify_token", LaunchNotify{TaskID: 3, Seq: 9, KernelID: 0x1a60b5313197dee7, Token: 0xfedcba9876543210})
+	add("launch_request_token", LaunchRequest{TaskID: 3, Seq: 10, KernelID: 5, Token: 42})
+	add("measurements_token", Measurements{TaskID: 3, Run: 2, Records: []Record{{KernelID: 1, DurationNS: 2, GapNS: 3}}, Token: 1 << 40})
+	add("run_end_token", RunEnd{TaskID: 3, Run: 2, Kernels: 1, RunNS: 100, Reason: ReasonStreamSync, LastSeq: 9, Token: 77})
+	add("heartbeat_token", Heartbeat{TaskID: 3, Token: math.MaxUint64})
+	add("goodbye_token", Goodbye{TaskID: 3, Token: 1})
+	add("kernel_info_token", KernelInfo{TaskID: 3, KernelID: 5, Name: "k", Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1}, Token: 99})
+	add("launch_batch_token", LaunchBatch{TaskID: 3, Seq: 1, BaseNS: 1000, Launches: []Launch{{KernelID: 5, OffsetNS: 0}, {KernelID: 6, OffsetNS: 20}}, Token: 1234567})
 	add("grant_gate", Grant{TaskID: 2, Seq: 5, Credit: 3, Gate: Gate{SeenNS: 123456789012, ExpiresNS: 123457789012}})
 	add("grant_seen_only", Grant{TaskID: 2, Seq: 5, Credit: 3, Gate: Gate{SeenNS: 1}})
 	add("grant_expires_only", Grant{TaskID: 2, Seq: 5, Gate: Gate{ExpiresNS: math.MaxUint64}})
@@ -208,13 +220,13 @@ func decodeOnlyCases() []struct{ name, text, hex string } {
 		{"extra_int", "Grant task_id=7 seq=300 credit=0 seen_ns=0 expires_ns=0", "98010907cd012c00" + "0000" + "2a"},
 		{"optional_zero", "Grant task_id=7 seq=300 credit=0", "96010907cd012c00" + "00"},
 		{"extra_nil_bool_float", "Hold task_id=1 seq=2", "97010a0102" + "c0c3cb3ff0000000000000"},
-		{"extra_str_bin", "Heartbeat task_id=1", "95010601" + "a3616263" + "c4020102"},
-		{"extra_array_map", "Heartbeat task_id=1", "96010601" + "93010203" + "82a161019102a162" + "92c0c2"},
-		{"extra_ext", "Heartbeat task_id=1", "95010601" + "d40501" + "c7030a616263"},
-		{"extra_nested_deep", "Heartbeat task_id=1", "94010601" + strings.Repeat("91", 300) + "00"},
+		{"extra_str_bin", "Heartbeat task_id=1 token=0", "96010601" + "00" + "a3616263" + "c4020102"},
+		{"extra_array_map", "Heartbeat task_id=1 token=0", "97010601" + "00" + "93010203" + "82a161019102a162" + "92c0c2"},
+		{"extra_ext", "Heartbeat task_id=1 token=0", "96010601" + "00" + "d40501" + "c7030a616263"},
+		{"extra_nested_deep", "Heartbeat task_id=1 token=0", "95010601" + "00" + strings.Repeat("91", 300) + "00"},
 		{"extra_many", "Goodbye task_id=1", "dc00100107" + "01" + strings.Repeat("00", 13)},
 		{"register_ack_extra", "RegisterAck seq=1 task_id=1 role=1 phase=1 profile_runs=100 heartbeat_ms=1000",
-			"9c0108010101016" + "4cd03e8" + "a0" + "00" + "00" + "a46e657721"},
+			"9d0108010101016" + "4cd03e8" + "a0" + "00" + "00" + "00" + "a46e657721"},
 		{"state_extra", "State task_id=4 role=2 phase=2 credit=0", "99010b04020200" + "0000" + "9100"},
 		{"error_extra", "Error code=1 task_id=12 message=\"\"", "96010c010ca0c0"},
 		{"record_extra_elements", "Measurements task_id=1 run=1 records=[[1,2,3,0];[4,5,6,1]]",

@@ -39,6 +39,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "metrics-listen", Usage: "also serve Prometheus metrics over TCP at this address (e.g. 127.0.0.1:9470)"},
 			&cli.StringFlag{Name: "record", Usage: "append every scheduling decision to this file, one JSON line each (for fikit trace --decisions)"},
 			&cli.StringFlag{Name: "board", Value: "auto", Usage: "the board file hooks on this host share with the daemon (docs/design.md \"Board\"): a path, auto (<data-dir>/board, or under /dev/shm with --ephemeral) or off (UDP only, as in the paper)", EnvVars: []string{"FIKIT_BOARD_FILE"}},
+			&cli.StringFlag{Name: "priority-policy", Usage: "file of who may claim which priorities (docs/security.md); default: the daemon's user and root any, everyone else 5 at best", EnvVars: []string{"FIKIT_PRIORITY_POLICY"}},
 			&cli.IntFlag{Name: "nice", Value: -10, Usage: "nice value of the daemon (-20…19): hooked services wait on its answers, so it must not wait for a CPU behind them; needs CAP_SYS_NICE to lower, else a warning"},
 		}, schedulerFlags()...),
 		Action: func(c *cli.Context) error {
@@ -60,7 +61,13 @@ func serveCommand() *cli.Command {
 			if remote {
 				log.Warn("listening on an address other hosts can reach, without authentication (--insecure)", "listen", c.String("listen"))
 			}
-			return serve(c.Context, serveOptions{
+			var pol *daemon.PriorityPolicy
+			if f := c.String("priority-policy"); f != "" {
+				if pol, err = daemon.LoadPolicy(f); err != nil {
+					return usageError(c, "%v", err)
+				}
+			}
+			return serve(c.Context, serveOptions{policy: pol,
 				listen: c.String("listen"), dataDir: c.String("data-dir"), ephemeral: c.Bool("ephemeral"),
 				dataDirSet: c.IsSet("data-dir"), metrics: c.String("metrics-listen"), sched: cfg, log: log,
 				record: c.String("record"), nice: c.Int("nice"), niceSet: c.IsSet("nice"), board: c.String("board"),
@@ -73,6 +80,7 @@ type serveOptions struct {
 	listen, dataDir, metrics string
 	record                   string // decision record file ("": none)
 	board                    string // --board: path, auto or off
+	policy                   *daemon.PriorityPolicy
 	nice                     int
 	niceSet                  bool
 	ephemeral, dataDirSet    bool
@@ -125,7 +133,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		rec = f // the daemon closes it
 	}
 	srv, err := daemon.New(daemon.Config{Listen: o.listen, Store: st, AdminSocket: socket, Scheduler: o.sched, Logger: o.log, Record: rec,
-		Board: boardPath(o, socket != "")})
+		Board: boardPath(o, socket != ""), Policy: o.policy})
 	if err != nil {
 		st.Close()
 		if rec != nil {

@@ -90,7 +90,7 @@ static const char *get(vec *v, const char *key)
 /* Optional fields (design: wire protocol) are absent from a vector when zero. */
 static int optional(const char *key)
 {
-	static const char *const opt[] = {"seen_ns", "expires_ns", "board", "board_gen", "board_gpu"};
+	static const char *const opt[] = {"seen_ns", "expires_ns", "board", "board_gen", "board_gpu", "token"};
 	for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++)
 		if (!strcmp(key, opt[i]))
 			return 1;
@@ -186,34 +186,37 @@ static void encode_check(vec *v)
 		m.device_name = s2;
 		m.hook_flags = (uint32_t)num(v, "hook_flags");
 		n = fk_enc_register(buf, FK_MAX_DATAGRAM, &m);
+	}
+	fk_who who = {0, 0};
+	if (find(v, "task_id"))
+		who = (fk_who){(uint32_t)num(v, "task_id"), num(v, "token")};
+	if (!strcmp(t, "Register")) {
+		/* encoded above */
 	} else if (!strcmp(t, "LaunchNotify") || !strcmp(t, "LaunchRequest")) {
 		n = fk_enc_launch(buf, FK_MAX_DATAGRAM, t[6] == 'N' ? FK_MSG_LAUNCH_NOTIFY : FK_MSG_LAUNCH_REQUEST,
-				  (uint32_t)num(v, "task_id"), (uint32_t)num(v, "seq"), num(v, "kernel_id"));
+				  who, (uint32_t)num(v, "seq"), num(v, "kernel_id"));
 	} else if (!strcmp(t, "Measurements")) {
 		static fk_meas_rec r[256];
 		size_t nr = records(v, r, 256);
-		n = fk_enc_measurements(buf, FK_MAX_DATAGRAM, (uint32_t)num(v, "task_id"), (uint32_t)num(v, "run"), r,
-					nr);
+		n = fk_enc_measurements(buf, FK_MAX_DATAGRAM, who, (uint32_t)num(v, "run"), r, nr);
 	} else if (!strcmp(t, "RunEnd")) {
-		n = fk_enc_run_end(buf, FK_MAX_DATAGRAM, (uint32_t)num(v, "task_id"), (uint32_t)num(v, "run"),
+		n = fk_enc_run_end(buf, FK_MAX_DATAGRAM, who, (uint32_t)num(v, "run"),
 				   (uint32_t)num(v, "kernels"), num(v, "run_ns"), (uint8_t)num(v, "reason"),
 				   (uint32_t)num(v, "last_seq"));
 	} else if (!strcmp(t, "Heartbeat") || !strcmp(t, "Goodbye")) {
-		n = fk_enc_task_only(buf, FK_MAX_DATAGRAM, t[0] == 'H' ? FK_MSG_HEARTBEAT : FK_MSG_GOODBYE,
-				     (uint32_t)num(v, "task_id"));
+		n = fk_enc_task_only(buf, FK_MAX_DATAGRAM, t[0] == 'H' ? FK_MSG_HEARTBEAT : FK_MSG_GOODBYE, who);
 	} else if (!strcmp(t, "LaunchBatch")) {
 		static uint64_t kid[256];
 		static uint32_t off[256];
 		size_t nl = launches(v, kid, off, 256);
-		n = fk_enc_launch_batch(buf, FK_MAX_DATAGRAM, (uint32_t)num(v, "task_id"), (uint32_t)num(v, "seq"),
+		n = fk_enc_launch_batch(buf, FK_MAX_DATAGRAM, who, (uint32_t)num(v, "seq"),
 					num(v, "base_ns"), kid, off, nl);
 	} else if (!strcmp(t, "KernelInfo")) {
 		uint32_t dims[6];
 		triple(v, "grid", dims);
 		triple(v, "block", dims + 3);
 		size_t len = str(v, "name", s1);
-		n = fk_enc_kernel_info(buf, FK_MAX_DATAGRAM, (uint32_t)num(v, "task_id"), num(v, "kernel_id"), s1, len,
-				       dims);
+		n = fk_enc_kernel_info(buf, FK_MAX_DATAGRAM, who, num(v, "kernel_id"), s1, len, dims);
 	} else {
 		return;
 	}
@@ -242,7 +245,7 @@ static void decode_check(vec *v)
 		CHECK(m.seq == num(v, "seq") && m.task_id == num(v, "task_id") && m.role == num(v, "role") &&
 			      m.phase == num(v, "phase") && m.profile_runs == num(v, "profile_runs") &&
 			      m.heartbeat_ms == num(v, "heartbeat_ms") && m.board_gen == num(v, "board_gen") &&
-			      m.board_gpu == num(v, "board_gpu"),
+			      m.board_gpu == num(v, "board_gpu") && m.token == num(v, "token"),
 		      "%s: fields differ", v->name);
 		{
 			static char b[4096];
@@ -329,7 +332,9 @@ static void invalid(void)
 static void overflow(void)
 {
 	uint8_t buf[8];
-	CHECK(fk_enc_launch(buf, sizeof buf, FK_MSG_LAUNCH_NOTIFY, 1, 1, UINT64_MAX) == 0, "overflow not reported");
+	CHECK(fk_enc_launch(buf, sizeof buf, FK_MSG_LAUNCH_NOTIFY, (fk_who){1, 0}, 1, UINT64_MAX) == 0,
+	      "overflow not reported");
+	const fk_who most = {UINT32_MAX, UINT64_MAX}; /* the largest ID and token */
 	/* The sender packs (1400 - FK_MEAS_HEAD_MAX) / FK_MEAS_REC_MAX records:
 	 * that many worst-case records must fit, one more must not. */
 	enum { PER = (FK_MAX_DATAGRAM - FK_MEAS_HEAD_MAX) / FK_MEAS_REC_MAX };
@@ -337,17 +342,17 @@ static void overflow(void)
 	for (int i = 0; i <= PER; i++)
 		r[i] = (fk_meas_rec){UINT64_MAX, UINT64_MAX, UINT64_MAX, 3};
 	static uint8_t big[FK_MAX_DATAGRAM];
-	CHECK(fk_enc_measurements(big, sizeof big, UINT32_MAX, UINT32_MAX, r, PER) > 0, "%d records must fit", PER);
-	CHECK(fk_enc_measurements(big, sizeof big, UINT32_MAX, UINT32_MAX, r, PER + 1) == 0, "%d records fit",
+	CHECK(fk_enc_measurements(big, sizeof big, most, UINT32_MAX, r, PER) > 0, "%d records must fit", PER);
+	CHECK(fk_enc_measurements(big, sizeof big, most, UINT32_MAX, r, PER + 1) == 0, "%d records fit",
 	      PER + 1);
 	/* The sender packs FK_BATCH_MAX launches: worst case they fit, one more not. */
 	static uint64_t kid[FK_BATCH_MAX + 1];
 	static uint32_t off[FK_BATCH_MAX + 1];
 	for (int i = 0; i <= FK_BATCH_MAX; i++)
 		kid[i] = UINT64_MAX, off[i] = UINT32_MAX;
-	CHECK(fk_enc_launch_batch(big, sizeof big, UINT32_MAX, UINT32_MAX, UINT64_MAX, kid, off, FK_BATCH_MAX) > 0,
+	CHECK(fk_enc_launch_batch(big, sizeof big, most, UINT32_MAX, UINT64_MAX, kid, off, FK_BATCH_MAX) > 0,
 	      "%d launches must fit", FK_BATCH_MAX);
-	CHECK(fk_enc_launch_batch(big, sizeof big, UINT32_MAX, UINT32_MAX, UINT64_MAX, kid, off, FK_BATCH_MAX + 1) == 0,
+	CHECK(fk_enc_launch_batch(big, sizeof big, most, UINT32_MAX, UINT64_MAX, kid, off, FK_BATCH_MAX + 1) == 0,
 	      "%d launches fit", FK_BATCH_MAX + 1);
 }
 

@@ -48,6 +48,9 @@ type Config struct {
 	// Board, if set, is the path of the board file to create for hooks on
 	// this host (docs/design.md "Board"); "" runs UDP only.
 	Board string
+	// Policy says who may claim which priorities (nil: DefaultPolicy of
+	// the daemon's uid).
+	Policy *PriorityPolicy
 }
 
 // Server is a running daemon.
@@ -80,8 +83,10 @@ type Server struct {
 	deadline   int64 // core time of the read deadline currently set (0: none)
 	heard      int64 // every datagram that arrived before it was stepped (scheduler.Tick)
 	profileHit map[string]*profiler.Profile
-	rec        *recorder          // nil: not recording
-	board      *board.Board       // nil: none
+	rec        *recorder    // nil: not recording
+	board      *board.Board // nil: none
+	policy     *PriorityPolicy
+	uid        uint32             // the daemon's user
 	registered [board.GPUs]uint64 // what the board says is registered (publishRegistered)
 }
 
@@ -106,6 +111,9 @@ type taskAddr struct {
 	local    bool
 	boardGPU int
 	prio     uint8
+	// token is the registration's secret (RegisterAck): a hook that said
+	// it sends it (HookSendsToken) is heard only with it. 0: not required.
+	token uint64
 }
 
 // New binds the socket and prepares the core; Run serves.
@@ -131,6 +139,11 @@ func New(cfg Config) (*Server, error) {
 		cfg: cfg, log: cfg.Logger, conn: conn, start: monotonic(), core: core,
 		nextID: 1, tasks: map[scheduler.TaskID]*taskAddr{}, srcLog: newSourceLog(cfg.Logger),
 		outBuf: make([]byte, 0, 16*udp.MaxDatagram), profileHit: map[string]*profiler.Profile{},
+	}
+	s.uid = uint32(os.Getuid())
+	s.policy = cfg.Policy
+	if s.policy == nil {
+		s.policy = DefaultPolicy(s.uid)
 	}
 	s.met = newMetrics(s)
 	s.debug = cfg.Logger.Enabled(context.Background(), slog.LevelDebug)
@@ -193,6 +206,7 @@ const minReadBuffer = 1 << 20
 func (s *Server) Run(ctx context.Context) error {
 	st, _ := s.conn.SocketStats()
 	s.log.Info("fikit daemon serving", "listen", s.Addr().String(), "admin", s.cfg.AdminSocket, "udp_buffer_kib", st.ReadBuffer>>10)
+	s.log.Info("priority policy (first match decides the best priority allowed)", "rules", s.policy.String())
 	if st.ReadBuffer > 0 && st.ReadBuffer < minReadBuffer {
 		s.log.Warn("small UDP receive buffer: with many clients on a busy host datagrams will be dropped; raise net.core.rmem_max or run with CAP_NET_ADMIN",
 			"udp_buffer_kib", st.ReadBuffer>>10, "want_kib", minReadBuffer>>10)

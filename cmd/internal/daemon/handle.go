@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -35,6 +37,12 @@ func (s *Server) handle(b []byte, src netip.AddrPort) {
 	s.met.countReceived(m.Type())
 	now := s.now()
 	if tm, ok := m.(udp.TaskMessage); ok {
+		if ta := s.tasks[scheduler.TaskID(tm.Task())]; ta != nil && ta.token != 0 && tm.AuthToken() != ta.token {
+			s.met.forged.Inc()
+			s.srcLog.logAt(src, slog.LevelWarn, "message dropped: not the task's registration token",
+				"type", m.Type().String(), "task", tm.Task(), "key", ta.key)
+			return
+		}
 		if ta := s.tasks[scheduler.TaskID(tm.Task())]; ta != nil && !s.speaksFor(ta, src, now) {
 			s.met.forged.Inc()
 			s.srcLog.logAt(src, slog.LevelWarn, "message dropped: its socket is not the task's process's",
@@ -188,7 +196,10 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 	if s.reacknowledge(src, gpu, m.Seq, now) {
 		return
 	}
-	prof := s.lookupProfile(model, m.TaskKey, src)
+	uid, known := peerUID(src)
+	prio, demoted := s.authorize(m, src, uid, known)
+	key := s.profileKey(m.TaskKey, uid, known)
+	prof := s.lookupProfile(model, key, src)
 	s.replaceOlder(src, gpu, now)
 	id := scheduler.TaskID(s.nextID)
 	s.nextID++
@@ -196,19 +207,23 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 		s.nextID = 1
 	}
 	local := watchable(m.PID, src)
-	s.tasks[id] = &taskAddr{ctrl: src, gpu: gpu, model: model, key: m.TaskKey, reqs: map[uint32]netip.AddrPort{}, regSeq: m.Seq,
-		watched: local, pid: m.PID, local: src.Addr().IsLoopback(), boardGPU: s.boardSection(src, m.DeviceUUID), prio: m.Priority}
-	if !s.step(scheduler.TaskRegistered{Now: now, Task: id, Key: m.TaskKey, PID: m.PID, Priority: m.Priority,
+	s.tasks[id] = &taskAddr{ctrl: src, gpu: gpu, model: model, key: key, reqs: map[uint32]netip.AddrPort{}, regSeq: m.Seq,
+		watched: local, pid: m.PID, local: src.Addr().IsLoopback(), boardGPU: s.boardSection(src, m.DeviceUUID), prio: prio,
+		token: newToken(m.HookFlags)}
+	if !s.step(scheduler.TaskRegistered{Now: now, Task: id, Key: key, PID: m.PID, Priority: prio,
 		GPU: gpu, Model: model, Profile: prof, Local: local}, src) {
 		delete(s.tasks, id)
 		s.replyError(src, udp.CodeInvalidValue, 0, "registration rejected")
 		return
 	}
+	if demoted != "" {
+		s.replyError(src, udp.CodeInvalidValue, uint32(id), demoted)
+	}
 	phase := "profiling"
 	if prof != nil && prof.Phase == profiler.PhaseSharing {
 		phase = "sharing"
 	}
-	s.srcLog.logAt(src, slog.LevelInfo, "task registered", "task", id, "key", m.TaskKey, "pid", m.PID, "priority", m.Priority,
+	s.srcLog.logAt(src, slog.LevelInfo, "task registered", "task", id, "key", key, "pid", m.PID, "priority", prio,
 		"gpu", model, "phase", phase)
 	s.exits.watch(id, m.PID, src)
 }
@@ -434,7 +449,23 @@ func (s *Server) ack(ta *taskAddr, id scheduler.TaskID, role scheduler.Role, pha
 	if s.board != nil && ta.boardGPU >= 0 {
 		a.Board, a.BoardGen, a.BoardGPU = s.board.Path(), s.board.Generation(), uint8(ta.boardGPU)
 	}
+	a.Token = ta.token
 	return a
+}
+
+// newToken is a registration's secret for a hook that sends it back on
+// every message (random, never 0), else 0.
+func newToken(hookFlags uint32) uint64 {
+	if hookFlags&udp.HookSendsToken == 0 {
+		return 0
+	}
+	var b [8]byte
+	for {
+		_, _ = rand.Read(b[:])
+		if t := binary.LittleEndian.Uint64(b[:]); t != 0 {
+			return t
+		}
+	}
 }
 
 // boardSection is the board section of a task registering from src for
@@ -463,4 +494,35 @@ func (s *Server) wireGate(ta *taskAddr, g scheduler.Gate) udp.Gate {
 		w.ExpiresNS = uint64(max(1, g.Expires-s.now()))
 	}
 	return w
+}
+
+// authorize applies the priority policy to a Register: the priority the
+// task gets, and, when that is worse than it claimed, what to tell its hook.
+func (s *Server) authorize(m *udp.Register, src netip.AddrPort, uid uint32, known bool) (uint8, string) {
+	best, rule := s.policy.Allowed(uid, known, m.TaskKey)
+	if m.Priority >= best {
+		return m.Priority, ""
+	}
+	who := "a hook whose user the daemon cannot see"
+	if known {
+		who = fmt.Sprintf("uid %d", uid)
+	}
+	msg := fmt.Sprintf("priority %d is not allowed for %s (policy: %s); registered at %d", m.Priority, who, rule.Spell, best)
+	s.met.demoted.Inc()
+	s.srcLog.logAt(src, slog.LevelWarn, "priority claim above the policy's: registered lower", "key", m.TaskKey,
+		"claimed", m.Priority, "priority", best, "uid", uid, "uid_known", known, "rule", rule.Spell)
+	return best, msg
+}
+
+// profileKey is the key a task's profile is kept under: its task key for
+// the daemon's own user, root, and hooks whose user the daemon cannot see
+// (remote: trusted as --insecure says), else prefixed with its uid — so a
+// process of another user that registers with a service's task key profiles
+// under a key of its own and cannot poison the service's profile
+// (docs/security.md).
+func (s *Server) profileKey(key string, uid uint32, known bool) string {
+	if !known || uid == 0 || uid == s.uid {
+		return key
+	}
+	return fmt.Sprintf("uid%d:%s", uid, key)
 }

@@ -16,6 +16,7 @@ type metrics struct {
 	sent         *prometheus.CounterVec
 	decodeErrors prometheus.Counter
 	forged       prometheus.Counter
+	demoted      prometheus.Counter
 	// byType caches the vectors' counters per message type: a label lookup
 	// per datagram would be on every grant's path.
 	receivedBy, sentBy [256]prometheus.Counter
@@ -46,8 +47,11 @@ func newMetrics(s *Server) *metrics {
 		decodeErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fikit_decode_errors_total", Help: "Datagrams that failed to decode.",
 		}),
+		demoted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fikit_priority_demotions_total", Help: "Registrations that claimed a better priority than the policy allows them, registered lower.",
+		}),
 		forged: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "fikit_forged_messages_total", Help: "Datagrams for a task from a socket not of the task's process, dropped.",
+			Name: "fikit_forged_messages_total", Help: "Datagrams for a task without its registration token, or from a socket not of its process, dropped.",
 		}),
 	}
 	stat := func(f func(scheduler.Stats) float64) func() float64 {
@@ -60,7 +64,7 @@ func newMetrics(s *Server) *metrics {
 	persisted := func(f func(persistStats) float64) func() float64 {
 		return func() float64 { return f(s.pers.stats()) }
 	}
-	m.reg.MustRegister(m.received, m.sent, m.decodeErrors, m.forged,
+	m.reg.MustRegister(m.received, m.sent, m.decodeErrors, m.forged, m.demoted,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fikit_tasks", Help: "Registered tasks."},
 			stat(func(st scheduler.Stats) float64 { return float64(st.Tasks) })),

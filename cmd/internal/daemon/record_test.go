@@ -32,7 +32,9 @@ func recordServer(t *testing.T, st store.Store, rec *syncBuffer, log *slog.Logge
 	// interval: no task is dropped or loses its role meanwhile.
 	cfg.DeadAfter = int64(60 * time.Second)
 	cfg.HolderTTL = int64(60 * time.Second)
-	s, err := New(Config{Listen: "127.0.0.1:0", Store: st, Scheduler: cfg, Record: rec, Logger: log})
+	// Datagrams are fed from made-up sources, whose users the daemon cannot
+	// see: no priority policy.
+	s, err := New(Config{Listen: "127.0.0.1:0", Store: st, Scheduler: cfg, Record: rec, Logger: log, Policy: &PriorityPolicy{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +206,7 @@ func TestRecordWriteErrorKeepsServing(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logBuf, nil))
 	fw := &failWriter{}
 	cfg := scheduler.DefaultConfig()
-	s, err := New(Config{Listen: "127.0.0.1:0", Store: store.NewMemory(), Scheduler: cfg, Record: fw, Logger: log})
+	s, err := New(Config{Listen: "127.0.0.1:0", Store: store.NewMemory(), Scheduler: cfg, Record: fw, Logger: log, Policy: &PriorityPolicy{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,164 @@
+package daemon
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// A PriorityPolicy says which registrations may claim which priorities
+// (docs/security.md, "Authorized priorities"): each rule names whom it is
+// for and the best (lowest) priority they may have; the first rule that
+// matches a registration decides. A claim better than allowed is registered
+// at the allowed priority, and the hook is told so.
+//
+// File format, one rule per line, '#' starts a comment:
+//
+//	uid:1000        3    # a local user, by uid
+//	user:alice      0    # … or by name (looked up when the file is read)
+//	key:batch-*     7    # a task key, as a path.Match pattern
+//	remote          5    # any hook whose uid the daemon cannot see
+//	*               5    # everyone else
+//
+// Without a file the policy is DefaultPolicy: the daemon's own user and root
+// may claim any priority (as before there was a policy), everyone else at
+// best 5, the hook's default.
+type PriorityPolicy struct {
+	Rules []PolicyRule
+}
+
+// PolicyRule is one line of a PriorityPolicy.
+type PolicyRule struct {
+	Kind  string // "uid", "key", "remote" or "*"
+	UID   uint32 // Kind uid
+	Key   string // Kind key: a path.Match pattern
+	Best  uint8  // the best priority allowed, 0–9
+	Line  int    // in the file (0: built in)
+	Spell string // as written, for the log
+}
+
+// ErrPolicy is a malformed policy file.
+var ErrPolicy = errors.New("priority policy")
+
+// DefaultPolicy is the policy without a file, for a daemon running as uid.
+func DefaultPolicy(uid uint32) *PriorityPolicy {
+	rules := []PolicyRule{{Kind: "uid", UID: uid, Best: 0, Spell: fmt.Sprintf("uid:%d 0", uid)}}
+	if uid != 0 {
+		rules = append(rules, PolicyRule{Kind: "uid", UID: 0, Best: 0, Spell: "uid:0 0"})
+	}
+	rules = append(rules, PolicyRule{Kind: "*", Best: 5, Spell: "* 5"})
+	return &PriorityPolicy{Rules: rules}
+}
+
+// LoadPolicy reads a policy file.
+func LoadPolicy(file string) (*PriorityPolicy, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPolicy, err)
+	}
+	defer f.Close()
+	p, err := ParsePolicy(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return p, nil
+}
+
+// ParsePolicy parses the policy format.
+func ParsePolicy(r io.Reader) (*PriorityPolicy, error) {
+	p := &PriorityPolicy{}
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		fs := strings.Fields(line)
+		if len(fs) == 0 {
+			continue
+		}
+		if len(fs) != 2 {
+			return nil, fmt.Errorf("%w: line %d: want \"<who> <best priority>\", got %q", ErrPolicy, n, strings.TrimSpace(line))
+		}
+		best, err := strconv.ParseUint(fs[1], 10, 8)
+		if err != nil || best > 9 {
+			return nil, fmt.Errorf("%w: line %d: priority %q is not 0–9", ErrPolicy, n, fs[1])
+		}
+		rule := PolicyRule{Best: uint8(best), Line: n, Spell: fs[0] + " " + fs[1]}
+		kind, arg, _ := strings.Cut(fs[0], ":")
+		switch {
+		case fs[0] == "*" || fs[0] == "remote":
+			rule.Kind = fs[0]
+		case kind == "uid":
+			uid, err := strconv.ParseUint(arg, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("%w: line %d: uid %q", ErrPolicy, n, arg)
+			}
+			rule.Kind, rule.UID = "uid", uint32(uid)
+		case kind == "user":
+			u, err := user.Lookup(arg)
+			if err != nil {
+				return nil, fmt.Errorf("%w: line %d: %w", ErrPolicy, n, err)
+			}
+			uid, err := strconv.ParseUint(u.Uid, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("%w: line %d: user %s has uid %q", ErrPolicy, n, arg, u.Uid)
+			}
+			rule.Kind, rule.UID = "uid", uint32(uid)
+		case kind == "key" && arg != "":
+			if _, err := path.Match(arg, ""); err != nil {
+				return nil, fmt.Errorf("%w: line %d: key pattern %q: %w", ErrPolicy, n, arg, err)
+			}
+			rule.Kind, rule.Key = "key", arg
+		default:
+			return nil, fmt.Errorf("%w: line %d: %q is not uid:N, user:NAME, key:PATTERN, remote or *", ErrPolicy, n, fs[0])
+		}
+		p.Rules = append(p.Rules, rule)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPolicy, err)
+	}
+	return p, nil
+}
+
+// Allowed is the best priority a registration may have: of the task key
+// key, from a process of uid (known: the kernel told the daemon; false
+// for a hook on another host or in another network namespace), and the
+// rule that decided (nil: none matched, anything goes).
+func (p *PriorityPolicy) Allowed(uid uint32, known bool, key string) (uint8, *PolicyRule) {
+	for i := range p.Rules {
+		r := &p.Rules[i]
+		switch r.Kind {
+		case "*":
+		case "remote":
+			if known {
+				continue
+			}
+		case "uid":
+			if !known || uid != r.UID {
+				continue
+			}
+		case "key":
+			if ok, _ := path.Match(r.Key, key); !ok {
+				continue
+			}
+		}
+		return r.Best, r
+	}
+	return 0, nil
+}
+
+// String is the policy as the daemon logs it at start-up.
+func (p *PriorityPolicy) String() string {
+	var s []string
+	for _, r := range p.Rules {
+		s = append(s, r.Spell)
+	}
+	if len(s) == 0 {
+		return "(empty: any priority for anyone)"
+	}
+	return strings.Join(s, "; ")
+}

@@ -1,0 +1,130 @@
+package daemon
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fikit/fikit/scheduler"
+	"github.com/fikit/fikit/store"
+	"github.com/fikit/fikit/udp"
+)
+
+func TestParsePolicy(t *testing.T) {
+	p, err := ParsePolicy(strings.NewReader(`
+# who        best
+uid:1000     3
+key:batch-*  7   # batch jobs
+remote       5
+user:root    0
+*            6
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		uid   uint32
+		known bool
+		key   string
+		want  uint8
+	}{
+		{1000, true, "svc", 3},
+		{1000, true, "batch-1", 3}, // the first match decides
+		{1001, true, "batch-1", 7},
+		{1001, false, "svc", 5},
+		{0, true, "svc", 0},
+		{1001, true, "svc", 6},
+	} {
+		if got, r := p.Allowed(c.uid, c.known, c.key); got != c.want || r == nil {
+			t.Errorf("Allowed(%d, %v, %q) = %d (%v), want %d", c.uid, c.known, c.key, got, r, c.want)
+		}
+	}
+	if got, r := (&PriorityPolicy{}).Allowed(5, true, "x"); got != 0 || r != nil {
+		t.Errorf("empty policy: %d %v", got, r)
+	}
+	d := DefaultPolicy(1000)
+	if b, _ := d.Allowed(1000, true, "x"); b != 0 {
+		t.Error("default: the daemon's user limited")
+	}
+	if b, _ := d.Allowed(0, true, "x"); b != 0 {
+		t.Error("default: root limited")
+	}
+	if b, _ := d.Allowed(1001, true, "x"); b != 5 {
+		t.Error("default: another user not limited to 5")
+	}
+	if b, _ := d.Allowed(1000, false, "x"); b != 5 {
+		t.Error("default: an unknown user not limited to 5")
+	}
+	for _, bad := range []string{"uid:x 1", "uid:1 10", "uid:1", "key:[ 1", "group:1 2", "user:no-such-user-fikit 1", "* 1 2"} {
+		if _, err := ParsePolicy(strings.NewReader(bad)); !errors.Is(err, ErrPolicy) {
+			t.Errorf("%q: %v, want ErrPolicy", bad, err)
+		}
+	}
+	if _, err := LoadPolicy(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, ErrPolicy) {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+// TestPeerUID: the kernel's word on who owns a local socket.
+func TestPeerUID(t *testing.T) {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	uid, ok := peerUID(c.LocalAddr().(*net.UDPAddr).AddrPort())
+	if !ok || uid != uint32(os.Getuid()) {
+		t.Fatalf("peerUID = %d, %v; want %d", uid, ok, os.Getuid())
+	}
+	c.Close()
+	if _, ok := peerUID(c.LocalAddr().(*net.UDPAddr).AddrPort()); ok {
+		t.Error("a closed socket still found")
+	}
+}
+
+// TestPriorityPolicy: a claim better than the policy allows its user is
+// registered at the allowed priority and the hook told so; an allowed one
+// is kept.
+func TestPriorityPolicy(t *testing.T) {
+	me := uint32(os.Getuid())
+	for _, c := range []struct {
+		policy string
+		want   uint8
+	}{{"* 5", 5}, {"uid:" + strconv.FormatUint(uint64(me), 10) + " 0\n* 5", 0}, {"key:svc 2\n* 0", 2}, {"remote 0\n* 4", 4}} {
+		p, err := ParsePolicy(strings.NewReader(c.policy))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := startServerWith(t, Config{Listen: "127.0.0.1:0", Store: store.NewMemory(), Scheduler: scheduler.DefaultConfig(), Policy: p})
+		h := newFakeHook(t, s)
+		h.send(&udp.Register{Seq: 1, TaskKey: "svc", PID: 1, Priority: 0, DeviceUUID: [16]byte{1}, DeviceName: "g"})
+		var ack *udp.RegisterAck
+		var e *udp.Error
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && (ack == nil || (c.want > 0 && e == nil)); {
+			switch m := h.recv(time.Until(deadline)).(type) {
+			case *udp.RegisterAck:
+				ack = m
+			case *udp.Error:
+				e = m
+			}
+		}
+		if ack == nil {
+			t.Fatalf("%q: no ack", c.policy)
+		}
+		ts := s.Status().Tasks
+		if len(ts) != 1 || ts[0].Priority != c.want {
+			t.Fatalf("%q: tasks %+v, want one at priority %d", c.policy, ts, c.want)
+		}
+		if c.want > 0 && (e == nil || e.Code != udp.CodeInvalidValue || e.TaskID != ack.TaskID) {
+			t.Errorf("%q: hook told %+v, want an invalid-value error about task %d", c.policy, e, ack.TaskID)
+		}
+		if c.want == 0 && e != nil {
+			t.Errorf("%q: an allowed claim drew %+v", c.policy, e)
+		}
+	}
+}
