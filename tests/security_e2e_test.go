@@ -185,7 +185,12 @@ func rawSender(t *testing.T, addr string) (net.Conn, func(udp.Message)) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return c, func(m udp.Message) {
+	return c, sendOn(t, c)
+}
+
+// sendOn is a function that sends one message on c.
+func sendOn(t *testing.T, c net.Conn) func(udp.Message) {
+	return func(m udp.Message) {
 		b, err := udp.Append(nil, m)
 		if err != nil {
 			t.Fatal(err)

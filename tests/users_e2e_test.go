@@ -140,13 +140,5 @@ func socketAs(t *testing.T, uid int, addr string) (net.Conn, func(udp.Message)) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return c, func(m udp.Message) {
-		b, err := udp.Append(nil, m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Write(b); err != nil {
-			t.Fatal(err)
-		}
-	}
+	return c, sendOn(t, c)
 }
