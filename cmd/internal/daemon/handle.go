@@ -42,9 +42,12 @@ func (s *Server) handle(b []byte, src netip.AddrPort) {
 			s.srcLog.logAt(src, slog.LevelWarn, "message dropped: not the task's registration token",
 				"type", m.Type().String(), "task", tm.Task(), "key", ta.key)
 			// A hook of a previous daemon whose task ID another task has
-			// now must register again (it would go on unscheduled); a
-			// forger learns nothing it did not know. Rate limited.
-			s.replyError(src, udp.CodeUnknownTask, tm.Task(), "not this task's registration: register again")
+			// now (its token is another registration's) must register
+			// again, or it goes on unscheduled; rate limited. A message
+			// with no token at all gets no answer.
+			if tm.AuthToken() != 0 {
+				s.replyError(src, udp.CodeUnknownTask, tm.Task(), "not this task's registration: register again")
+			}
 			return
 		}
 		if ta := s.tasks[scheduler.TaskID(tm.Task())]; ta != nil && !s.speaksFor(ta, src, now) {

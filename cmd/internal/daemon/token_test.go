@@ -37,16 +37,20 @@ func TestRegistrationToken(t *testing.T) {
 	for other.recv(50*time.Millisecond) != nil {
 	} // the answers to the goodbyes
 	other.send(&udp.LaunchRequest{TaskID: a.TaskID, Seq: 1, KernelID: 5})
-	// Not granted: told to register again (a hook of a previous daemon
-	// whose task ID is now another's must).
+	if m := other.recv(100 * time.Millisecond); m != nil {
+		t.Fatalf("a request without the token was answered: %#v", m)
+	}
+	// With another registration's token: not granted, told to register
+	// again (a hook of a previous daemon whose task ID is now another's).
+	other.send(&udp.LaunchRequest{TaskID: a.TaskID, Seq: 1, KernelID: 5, Token: a.Token + 1})
 	if e, ok := other.recv(time.Second).(*udp.Error); !ok || e.Code != udp.CodeUnknownTask || e.TaskID != a.TaskID {
-		t.Fatalf("a request without the token drew %#v, want Error(unknown task)", e)
+		t.Fatalf("a request with a stale token drew %#v, want Error(unknown task)", e)
 	}
 	if n := tasks(); n != 2 {
 		t.Fatalf("%d tasks after forged goodbyes, want 2", n)
 	}
-	if n := forgedCount(t, s); n != 5 {
-		t.Errorf("forged messages counted %v, want 5", n)
+	if n := forgedCount(t, s); n != 6 {
+		t.Errorf("forged messages counted %v, want 6", n)
 	}
 	// With the token, from another socket of the hook (a thread's), it is
 	// heard.
