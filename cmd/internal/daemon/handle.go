@@ -203,7 +203,7 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 	if s.reacknowledge(src, gpu, m.Seq, now) {
 		return
 	}
-	uid, known := peerUID(src)
+	uid, known := peerUID(src, s.Addr())
 	prio, demoted := s.authorize(m, src, uid, known)
 	key := s.profileKey(m.TaskKey, uid, known)
 	prof := s.lookupProfile(model, key, src)

@@ -10,14 +10,29 @@ import (
 	"strings"
 )
 
-// peerUID is the uid owning the local UDP socket src, as the kernel lists
-// it in /proc/net/udp{,6} (the daemon's network namespace): who registered,
-// whatever the Register claims. ok is false for a socket not found there
-// (another host, another network namespace).
-func peerUID(src netip.AddrPort) (uid uint32, ok bool) {
+// peerUID is the uid owning the local UDP socket src that sent to the
+// daemon at dst: who registered, whatever the Register claims. It asks the
+// kernel for that one socket (sock_diag), else scans /proc/net/udp{,6} —
+// which can miss a socket while others are created and closed, so it
+// looks again before giving up. ok is false for a socket not found (another
+// host, another network namespace).
+func peerUID(src, dst netip.AddrPort) (uid uint32, ok bool) {
 	if !src.Addr().IsLoopback() {
 		return 0, false
 	}
+	if uid, err := diagUID(src, dst); err == nil {
+		return uid, true
+	}
+	for range 3 {
+		if uid, ok := scanUID(src); ok {
+			return uid, true
+		}
+	}
+	return 0, false
+}
+
+// scanUID looks src up in /proc/net/udp{,6} (the daemon's network namespace).
+func scanUID(src netip.AddrPort) (uint32, bool) {
 	files := []string{"/proc/net/udp", "/proc/net/udp6"}
 	if src.Addr().Is6() && !src.Addr().Is4In6() {
 		files = files[1:]

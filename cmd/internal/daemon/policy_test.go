@@ -70,19 +70,43 @@ user:root    0
 	}
 }
 
-// TestPeerUID: the kernel's word on who owns a local socket.
+// TestPeerUID: the kernel's word on who owns a local socket, by both ways
+// of asking, for a bound and for a connected socket.
 func TestPeerUID(t *testing.T) {
-	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	d, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	uid, ok := peerUID(c.LocalAddr().(*net.UDPAddr).AddrPort())
-	if !ok || uid != uint32(os.Getuid()) {
-		t.Fatalf("peerUID = %d, %v; want %d", uid, ok, os.Getuid())
+	defer d.Close()
+	dst := d.LocalAddr().(*net.UDPAddr).AddrPort()
+	bound, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
 	}
-	c.Close()
-	if _, ok := peerUID(c.LocalAddr().(*net.UDPAddr).AddrPort()); ok {
+	defer bound.Close()
+	conn, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(dst))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	me := uint32(os.Getuid())
+	for _, c := range []interface{ LocalAddr() net.Addr }{bound, conn} {
+		src := c.LocalAddr().(*net.UDPAddr).AddrPort()
+		if uid, ok := peerUID(src, dst); !ok || uid != me {
+			t.Errorf("peerUID(%v) = %d, %v; want %d", src, uid, ok, me)
+		}
+		if uid, ok := scanUID(src); !ok || uid != me {
+			t.Errorf("scanUID(%v) = %d, %v; want %d", src, uid, ok, me)
+		}
+		if uid, err := diagUID(src, dst); err != nil {
+			t.Logf("sock_diag unavailable (%v): the scan answers", err)
+		} else if uid != me {
+			t.Errorf("diagUID(%v) = %d, want %d", src, uid, me)
+		}
+	}
+	src := conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	conn.Close()
+	if _, ok := peerUID(src, dst); ok {
 		t.Error("a closed socket still found")
 	}
 }
