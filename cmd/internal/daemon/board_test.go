@@ -82,6 +82,8 @@ func TestBoard(t *testing.T) {
 	// high one the holder and holds the request.
 	for req.recv(20*time.Millisecond) != nil {
 	} // answers to the requests above
+	for lp.recv(20*time.Millisecond) != nil {
+	} // a holder that asks is told its role again: those states
 	b := boardOf(t, s)
 	b.Note(0, 0, monotonic())
 	req.send(&udp.LaunchRequest{TaskID: la.TaskID, Seq: 1000, KernelID: 5})
