@@ -27,7 +27,9 @@ func TestBoard(t *testing.T) {
 	cfg := scheduler.DefaultConfig()
 	cfg.DeadAfter, cfg.HeartbeatInterval = int64(10*time.Second), int64(time.Second)
 	cfg.IdleFloor = int64(10 * time.Second)
-	cfg.HolderTTL = int64(100 * time.Millisecond)
+	// Long enough that a loaded host does not expire the holder between
+	// its launch and the request the window is for (100 ms did).
+	cfg.HolderTTL = int64(time.Second)
 	cfg.MaxCredit = 0
 	path := filepath.Join(t.TempDir(), "board")
 	t.Cleanup(func() { // registered first, so it runs after the daemon's stop
@@ -65,7 +67,7 @@ func TestBoard(t *testing.T) {
 
 	// The holder idles past its TTL while the low one keeps asking: the
 	// low one holds.
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	holder := false
 	for seq := uint32(2); !holder && time.Now().Before(deadline); seq++ {
 		req.send(&udp.LaunchRequest{TaskID: la.TaskID, Seq: seq, KernelID: 5})
