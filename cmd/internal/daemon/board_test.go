@@ -59,10 +59,13 @@ func TestBoard(t *testing.T) {
 	hp.send(&udp.LaunchNotify{TaskID: ha.TaskID, Seq: 1, KernelID: 99})
 	req.send(&udp.LaunchRequest{TaskID: la.TaskID, Seq: 1, KernelID: 5})
 	hp.send(&udp.LaunchNotify{TaskID: ha.TaskID, Seq: 2, KernelID: 7})
-	g := recvType[*udp.Grant](t, req, 2*time.Second)
+	g := recvType[*udp.Grant](t, req, 5*time.Second)
 	now := uint64(monotonic())
-	if g.SeenNS == 0 || g.SeenNS > now || g.ExpiresNS <= g.SeenNS {
-		t.Fatalf("grant gate %+v (now %d): want seen ≤ now < expires", g.Gate, now)
+	// A window's grant expires at the window's end; on a loaded host the
+	// request may instead be granted once the holder's TTL ran out, as a
+	// holder's, without expiry (the scenario files pin the expiries).
+	if g.SeenNS == 0 || g.SeenNS > now || (g.ExpiresNS != 0 && g.ExpiresNS <= g.SeenNS) {
+		t.Fatalf("grant gate %+v (now %d): want 0 < seen ≤ now, and expires after seen if any", g.Gate, now)
 	}
 
 	// The holder idles past its TTL while the low one keeps asking: the
