@@ -37,24 +37,26 @@ func (s *Server) handle(b []byte, src netip.AddrPort) {
 	s.met.countReceived(m.Type())
 	now := s.now()
 	if tm, ok := m.(udp.TaskMessage); ok {
-		if ta := s.tasks[scheduler.TaskID(tm.Task())]; ta != nil && ta.token != 0 && tm.AuthToken() != ta.token {
-			s.met.forged.Inc()
-			s.srcLog.logAt(src, slog.LevelWarn, "message dropped: not the task's registration token",
-				"type", m.Type().String(), "task", tm.Task(), "key", ta.key)
-			// A hook of a previous daemon whose task ID another task has
-			// now (its token is another registration's) must register
-			// again, or it goes on unscheduled; rate limited. A message
-			// with no token at all gets no answer.
-			if tm.AuthToken() != 0 {
-				s.replyError(src, udp.CodeUnknownTask, tm.Task(), "not this task's registration: register again")
+		if ta := s.tasks[scheduler.TaskID(tm.Task())]; ta != nil {
+			switch {
+			case ta.token != 0 && tm.AuthToken() != ta.token:
+				s.met.forged.Inc()
+				s.srcLog.logAt(src, slog.LevelWarn, "message dropped: not the task's registration token",
+					"type", m.Type().String(), "task", tm.Task(), "key", ta.key)
+				// A hook of a previous daemon whose task ID another task
+				// has now (its token is another registration's) must
+				// register again, or it goes on unscheduled; rate limited.
+				// A message with no token at all gets no answer.
+				if tm.AuthToken() != 0 {
+					s.replyError(src, udp.CodeUnknownTask, tm.Task(), "not this task's registration: register again")
+				}
+				return
+			case !s.speaksFor(ta, src, now):
+				s.met.forged.Inc()
+				s.srcLog.logAt(src, slog.LevelWarn, "message dropped: its socket is not the task's process's",
+					"type", m.Type().String(), "task", tm.Task(), "key", ta.key, "pid", ta.pid)
+				return
 			}
-			return
-		}
-		if ta := s.tasks[scheduler.TaskID(tm.Task())]; ta != nil && !s.speaksFor(ta, src, now) {
-			s.met.forged.Inc()
-			s.srcLog.logAt(src, slog.LevelWarn, "message dropped: its socket is not the task's process's",
-				"type", m.Type().String(), "task", tm.Task(), "key", ta.key, "pid", ta.pid)
-			return
 		}
 	}
 	switch m := m.(type) {
