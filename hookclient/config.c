@@ -129,6 +129,12 @@ void fk_config_load(fk_config *c, fk_getenv_fn get, fk_report_fn report)
 		else
 			bad(report, "FIKIT_CONNECT_TIMEOUT_MS", v, "an integer 1-10000", FK_XSTR(FK_DEFAULT_CONNECT_TIMEOUT_MS));
 	}
+	if ((v = get("FIKIT_AUTH_KEY_FILE")) && *v) {
+		if (strlen(v) < sizeof c->auth_key_file)
+			memcpy(c->auth_key_file, v, strlen(v) + 1);
+		else
+			bad(report, "FIKIT_AUTH_KEY_FILE", v, "a path shorter than 4096 bytes", "no key");
+	}
 	if ((v = get("FIKIT_INFLIGHT")) && *v) {
 		if (parse_int(v, 0, FK_INFLIGHT_MAX, &n) == 0)
 			c->inflight = (int)n;

@@ -39,6 +39,7 @@ typedef struct fk_config {
 	int board_off; /* FIKIT_BOARD=off: gate by UDP alone (docs/design.md "Board") */
 	int inflight;  /* FIKIT_INFLIGHT */
 	int local;     /* the scheduler's address is loopback: it shares our clock */
+	char auth_key_file[4096]; /* FIKIT_AUTH_KEY_FILE: MACs to a scheduler on another host */
 } fk_config;
 
 typedef const char *(*fk_getenv_fn)(const char *name);

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "board.h"
+#include "auth.h"
 #include "config.h"
 #include "htab.h"
 #include "kernelid.h"
@@ -272,6 +273,18 @@ int fk_sender_exiting(void); /* the process is exiting: flush everything */
 /* Sender thread: the next outgoing datagram buffer (FK_MAX_DATAGRAM bytes)
  * and its commit; datagrams leave in commit order, batched by sendmmsg. */
 uint8_t *fk_out_slot(void);
+/* Room for a message in a datagram to the scheduler: FK_MAX_DATAGRAM, less
+ * the MAC's trailer when datagrams carry one (docs/security.md "Remote
+ * hooks"). */
+size_t fk_out_cap(void);
+/* Datagrams to and from a scheduler on another host carry a MAC when
+ * FIKIT_AUTH_KEY_FILE names a key (auth.h). fk_seal appends it to the
+ * message buf[0:len] (cap bytes of room) and returns the datagram's length
+ * (len itself when no MAC is due; 0 if it does not fit); fk_open returns the
+ * length of the message in a received datagram, 0 if its MAC is missing or
+ * wrong. */
+size_t fk_seal(uint8_t *buf, size_t len, size_t cap);
+size_t fk_open(const uint8_t *buf, size_t len);
 void fk_out_commit(size_t len);
 
 /* Waiter path: ask and wait for the grant; returns when the launch may go

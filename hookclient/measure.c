@@ -35,7 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MEAS_PER_DGRAM ((FK_MAX_DATAGRAM - FK_MEAS_HEAD_MAX) / FK_MEAS_REC_MAX)
+#define MEAS_PER_DGRAM ((FK_MAX_DATAGRAM - FK_MAC_TRAILER - FK_MEAS_HEAD_MAX) / FK_MEAS_REC_MAX)
 #define FK_SLOW_LAUNCH_NS 5000 /* a launch call this much slower than the run's fastest: a stall */
 #define FK_IDLE_READ_NS 1000000 /* no launch for this long: the service is between requests */
 #define FK_MEAN_ERR_NS 250      /* a run that may move a kernel ID's profile mean this much is not reported … */
@@ -232,7 +232,7 @@ static void kernel_info(fk_task *t, mstate *m, kstat *st, const rkernel *k)
 	if (!st || st->info_reg == m->reg + 1)
 		return;
 	st->info_reg = m->reg + 1;
-	fk_out_commit(fk_enc_kernel_info(fk_out_slot(), FK_MAX_DATAGRAM, fk_who_of(t), k->kid,
+	fk_out_commit(fk_enc_kernel_info(fk_out_slot(), fk_out_cap(), fk_who_of(t), k->kid,
 					 k->fn->name, k->fn->len, k->dims));
 }
 
@@ -401,7 +401,7 @@ static void settle(fk_task *t, mstate *m)
 		kernel_info(t, m, kstat_of(m, k->kid), k);
 		out[n++] = (fk_meas_rec){k->kid, (uint64_t)k->dur, (uint64_t)k->gap, k->flags};
 		if (n == MEAS_PER_DGRAM || i + 1 == m->nrun) {
-			fk_out_commit(fk_enc_measurements(fk_out_slot(), FK_MAX_DATAGRAM, who, t->run, out, n));
+			fk_out_commit(fk_enc_measurements(fk_out_slot(), fk_out_cap(), who, t->run, out, n));
 			n = 0;
 		}
 	}
@@ -423,7 +423,7 @@ static void run_end(fk_task *t, mstate *m, const mitem *it)
 	}
 	if (!m->run_bad && m->nrun)
 		settle(t, m);
-	fk_out_commit(fk_enc_run_end(fk_out_slot(), FK_MAX_DATAGRAM, fk_who_of(t), t->run, it->kernels,
+	fk_out_commit(fk_enc_run_end(fk_out_slot(), fk_out_cap(), fk_who_of(t), t->run, it->kernels,
 				     it->kid, (uint8_t)it->reason, it->last_seq));
 	t->run++;
 	m->nrun = 0;

@@ -55,6 +55,8 @@ static atomic_int exiting;
 static pthread_mutex_t exit_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t exit_cv = PTHREAD_COND_INITIALIZER;
 static int exit_drained;
+static int auth_on; /* datagrams carry a MAC (set before the sender starts) */
+static fk_hmac auth_key;
 
 /* ---- outgoing batch (sender thread only) ---- */
 
@@ -86,6 +88,23 @@ static void out_flush(void)
 
 int fk_sender_exiting(void) { return atomic_load_explicit(&exiting, memory_order_relaxed); }
 
+size_t fk_out_cap(void) { return FK_MAX_DATAGRAM - (auth_on ? FK_MAC_TRAILER : 0); }
+
+size_t fk_seal(uint8_t *buf, size_t len, size_t cap)
+{
+	return auth_on && len ? fk_auth_seal(&auth_key, FK_TO_DAEMON, buf, len, cap) : len;
+}
+
+size_t fk_open(const uint8_t *buf, size_t len)
+{
+	if (!auth_on)
+		return len;
+	size_t n = fk_auth_open(&auth_key, FK_TO_HOOK, buf, len);
+	if (!n)
+		fk_log(FK_LOG_DEBUG, "a datagram of %zu bytes without the scheduler's MAC: dropped", len);
+	return n;
+}
+
 uint8_t *fk_out_slot(void)
 {
 	if (out_n == BATCH)
@@ -95,7 +114,7 @@ uint8_t *fk_out_slot(void)
 
 void fk_out_commit(size_t len)
 {
-	if (len == 0)
+	if ((len = fk_seal(out_buf[out_n], len, FK_MAX_DATAGRAM)) == 0)
 		return;
 	out_iov[out_n].iov_base = out_buf[out_n];
 	out_iov[out_n].iov_len = len;
@@ -133,6 +152,42 @@ static int resolve(void)
 	memcpy(&sched_sa, res->ai_addr, res->ai_addrlen);
 	sched_salen = res->ai_addrlen;
 	freeaddrinfo(res);
+	return 0;
+}
+
+/* The scheduler's address is loopback: the kernel tells it who we are, and
+ * no MAC is due (the daemon decides the same from our address). */
+static int sched_loopback(void)
+{
+	if (sched_sa.ss_family == AF_INET)
+		return (ntohl(((struct sockaddr_in *)&sched_sa)->sin_addr.s_addr) >> 24) == 127;
+	const struct in6_addr *a = &((struct sockaddr_in6 *)&sched_sa)->sin6_addr;
+	if (IN6_IS_ADDR_V4MAPPED(a))
+		return a->s6_addr[12] == 127;
+	return IN6_IS_ADDR_LOOPBACK(a);
+}
+
+/* auth_setup reads FIKIT_AUTH_KEY_FILE for a scheduler on another host. A
+ * key that cannot be read leaves the hook un-hooked: its datagrams would be
+ * dropped by a daemon that wants them signed. */
+static int auth_setup(void)
+{
+	auth_on = 0;
+	if (!fk_cfg.auth_key_file[0] || sched_loopback())
+		return 0;
+	static uint8_t key[FK_KEY_FILE_MAX];
+	char err[512];
+	int loose;
+	long n = fk_read_key_file(fk_cfg.auth_key_file, key, sizeof key, &loose, err, sizeof err);
+	if (n < 0) {
+		fk_log(FK_LOG_WARN, "FIKIT_AUTH_KEY_FILE: %s; running un-hooked", err);
+		return -1;
+	}
+	if (loose)
+		fk_log(FK_LOG_WARN, "FIKIT_AUTH_KEY_FILE %s may be read by other users (chmod 600 it)", fk_cfg.auth_key_file);
+	fk_hmac_init(&auth_key, key, (size_t)n);
+	memset(key, 0, sizeof key);
+	auth_on = 1;
 	return 0;
 }
 
@@ -217,7 +272,7 @@ static void send_register(fk_task *t, int fresh)
 	m.hook_flags = FK_HOOK_SENDS_TOKEN;
 	t->reg_seq = m.seq;
 	t->reg_sent_ns = fk_now_ns();
-	fk_out_commit(fk_enc_register(fk_out_slot(), FK_MAX_DATAGRAM, &m));
+	fk_out_commit(fk_enc_register(fk_out_slot(), fk_out_cap(), &m));
 	fk_log(FK_LOG_DEBUG, "Register seq %u key \"%s\" device %s priority %d", m.seq, k, t->dev_name,
 	       fk_cfg.priority);
 }
@@ -338,7 +393,9 @@ static int receive_all(void)
 			}
 			return n;
 		}
-		on_message(buf, (size_t)r);
+		size_t len = fk_open(buf, (size_t)r);
+		if (len)
+			on_message(buf, len);
 		n++;
 	}
 }
@@ -362,7 +419,7 @@ static void batch_flush(int ti)
 	batch *b = &batches[ti];
 	if (!b->n)
 		return;
-	fk_out_commit(fk_enc_launch_batch(fk_out_slot(), FK_MAX_DATAGRAM, b->who, b->seq, b->base_ns, b->kid,
+	fk_out_commit(fk_enc_launch_batch(fk_out_slot(), fk_out_cap(), b->who, b->seq, b->base_ns, b->kid,
 					  b->off, b->n));
 	b->n = 0;
 }
@@ -441,7 +498,7 @@ static void timers(uint64_t now)
 		if (due)
 			send_register(t, fresh);
 		if (st == FK_ST_ACTIVE && t->heartbeat_ms && now >= t->next_heartbeat_ns) {
-			fk_out_commit(fk_enc_task_only(fk_out_slot(), FK_MAX_DATAGRAM, FK_MSG_HEARTBEAT, fk_who_of(t)));
+			fk_out_commit(fk_enc_task_only(fk_out_slot(), fk_out_cap(), FK_MSG_HEARTBEAT, fk_who_of(t)));
 			t->next_heartbeat_ns = now + (uint64_t)t->heartbeat_ms * 1000000u;
 		}
 	}
@@ -532,8 +589,9 @@ static void at_exit(void)
 	for (int i = 0; i < n; i++) {
 		if (atomic_load(&fk_tasks[i].state) != FK_ST_ACTIVE)
 			continue;
-		uint8_t buf[32];
-		size_t len = fk_enc_task_only(buf, sizeof buf, FK_MSG_GOODBYE, fk_who_of(&fk_tasks[i]));
+		uint8_t buf[64];
+		size_t len = fk_enc_task_only(buf, sizeof buf - FK_MAC_TRAILER, FK_MSG_GOODBYE, fk_who_of(&fk_tasks[i]));
+		len = fk_seal(buf, len, sizeof buf);
 		ssize_t r = send(ctl, buf, len, MSG_DONTWAIT);
 		(void)r;
 	}
@@ -551,6 +609,8 @@ int fk_sender_start(void)
 		fk_log(FK_LOG_WARN, "cannot resolve scheduler host \"%s\"; running un-hooked", fk_cfg.host);
 		goto out;
 	}
+	if (auth_setup())
+		goto out;
 	ctl = fk_sched_socket();
 	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (ctl < 0 || efd < 0) {

@@ -106,7 +106,8 @@ void fk_waiter_request(fk_task *t, uint32_t seq, uint64_t kid)
 	unsigned gen = atomic_load(&t->reg_gen);
 	fk_who who = fk_who_of(t);
 	uint32_t id = who.id;
-	size_t len = fk_enc_launch(buf, sizeof buf, FK_MSG_LAUNCH_REQUEST, who, seq, kid);
+	size_t len = fk_enc_launch(buf, sizeof buf - FK_MAC_TRAILER, FK_MSG_LAUNCH_REQUEST, who, seq, kid);
+	len = fk_seal(buf, len, sizeof buf);
 	if (send(fd, buf, len, 0) < 0) {
 		if (errno == ECONNREFUSED)
 			lost(t, gen);
@@ -134,7 +135,8 @@ void fk_waiter_request(fk_task *t, uint32_t seq, uint64_t kid)
 			continue;
 		}
 		fk_msg_in m;
-		if (fk_decode(buf, (size_t)r, &m) || m.task_id != id)
+		size_t mlen = fk_open(buf, (size_t)r);
+		if (!mlen || fk_decode(buf, mlen, &m) || m.task_id != id)
 			continue;
 		if (m.type == FK_MSG_GRANT && m.seq == seq) {
 			fk_credit_grant(t, m.seq, m.credit, m.seen_ns, m.expires_ns);

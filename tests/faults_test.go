@@ -8,11 +8,13 @@ package tests
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,8 +83,24 @@ func freeTCPAddr(t testing.TB) string {
 // name (labels included) → value.
 func metrics(t testing.TB, addr string) map[string]float64 {
 	t.Helper()
-	c := http.Client{Timeout: 10 * time.Second}
-	resp, err := c.Get("http://" + addr + "/metrics")
+	return metricsVia(t, &http.Client{Timeout: 10 * time.Second}, "http://"+addr+"/metrics")
+}
+
+// adminMetrics reads them over the admin socket of the daemon on dataDir
+// (reachable from any network namespace).
+func adminMetrics(t testing.TB, dataDir string) map[string]float64 {
+	t.Helper()
+	sock := filepath.Join(dataDir, "fikit.sock")
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}}}
+	return metricsVia(t, c, "http://fikit/metrics")
+}
+
+func metricsVia(t testing.TB, c *http.Client, url string) map[string]float64 {
+	t.Helper()
+	resp, err := c.Get(url)
 	if err != nil {
 		t.Fatalf("metrics: %v", err)
 	}

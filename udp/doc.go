@@ -48,6 +48,11 @@
 //     last: an encoder leaves them out while they and every field after them
 //     are zero, and a decoder reads an absent one as zero.
 //
+// Between a hook and a daemon on different hosts, with a key, a datagram is
+// the message and then its MAC, a bin8 of [MACSize] bytes ([Authenticator]:
+// Seal, Open; testdata/auth.txt); the receiver checks and removes it before
+// decoding. Loopback peers send none.
+//
 // Decoders check in this order, so that a datagram with several defects
 // gets the same error everywhere: size; the array header (its length may
 // not exceed the bytes left, since every element takes at least one); the

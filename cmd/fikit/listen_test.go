@@ -13,20 +13,25 @@ func TestCheckListen(t *testing.T) {
 		addr            string
 		insecure        bool
 		remote, refused bool
+		keyed           bool
 	}{
-		{"127.0.0.1:7070", false, false, false},
-		{"127.0.0.2:7070", false, false, false},
-		{"[::1]:7070", false, false, false},
-		{"localhost:7070", false, false, false},
-		{"0.0.0.0:7070", false, true, true},
-		{":7070", false, true, true},
-		{"[::]:7070", false, true, true},
-		{"192.0.2.1:7070", false, true, true},
-		{"0.0.0.0:7070", true, true, false},
-		{"192.0.2.1:7070", true, true, false},
-		{"127.0.0.1", false, false, true}, // no port
+		{"127.0.0.1:7070", false, false, false, false},
+		{"127.0.0.2:7070", false, false, false, false},
+		{"[::1]:7070", false, false, false, false},
+		{"localhost:7070", false, false, false, false},
+		{"0.0.0.0:7070", false, true, true, false},
+		{":7070", false, true, true, false},
+		{"[::]:7070", false, true, true, false},
+		{"192.0.2.1:7070", false, true, true, false},
+		{"0.0.0.0:7070", true, true, false, false},
+		{"192.0.2.1:7070", true, true, false, false},
+		{"127.0.0.1", false, false, true, false}, // no port
+		{"0.0.0.0:7070", false, true, false, true},
+		{"192.0.2.1:7070", false, true, false, true},
+		{"127.0.0.1:7070", false, false, false, true},
+		{"127.0.0.1", false, false, true, true},
 	} {
-		remote, err := checkListen(c.addr, c.insecure)
+		remote, err := checkListen(c.addr, c.keyed, c.insecure)
 		if (err != nil) != c.refused || (err == nil && remote != c.remote) {
 			t.Errorf("checkListen(%q, insecure %v) = %v, %v; want remote %v, refused %v", c.addr, c.insecure, remote, err, c.remote, c.refused)
 		}

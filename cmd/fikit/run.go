@@ -13,6 +13,8 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/fikit/fikit/udp"
 	"golang.org/x/sys/unix"
 )
 
@@ -36,6 +38,7 @@ func runCommand() *cli.Command {
 			&cli.IntFlag{Name: "priority", Aliases: []string{"p"}, Value: 5, Usage: "priority, 0 (highest) to 9"},
 			&cli.StringFlag{Name: "task-key", Usage: "task key (default: the command line, as the hook computes it)"},
 			&cli.StringFlag{Name: "scheduler", Usage: "scheduler address host:port (default: FIKIT_SCHEDULER, else 127.0.0.1:7070)"},
+			&cli.StringFlag{Name: "auth-key-file", Usage: "key file of a scheduler on another host (its --auth-key-file; default: FIKIT_AUTH_KEY_FILE)"},
 			&cli.StringFlag{Name: "hook", Usage: "path of " + hookLib},
 		},
 		Action: runAction,
@@ -62,7 +65,18 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return &exitError{code: 127, err: fmt.Errorf("run: %w", err)}
 	}
-	env := hookEnv(os.Environ(), hook, prio, c.String("task-key"), c.String("scheduler"))
+	keyFile := c.String("auth-key-file")
+	if keyFile != "" {
+		// The hook reads it at the first launch; a path relative to this
+		// directory must still name it if CMD changes directory.
+		if _, err := udp.ReadKeyFile(keyFile); err != nil {
+			return usageError(c, "--auth-key-file: %v", err)
+		}
+		if keyFile, err = filepath.Abs(keyFile); err != nil {
+			return usageError(c, "--auth-key-file: %v", err)
+		}
+	}
+	env := hookEnv(os.Environ(), hook, prio, c.String("task-key"), c.String("scheduler"), keyFile)
 	return runChild(path, args, env)
 }
 
@@ -93,13 +107,16 @@ func findHook(explicit string) (string, error) {
 // hookEnv is env with the hook first in LD_PRELOAD (kept once) and the
 // FIKIT_* variables of the flags; an unset flag leaves the variable as the
 // environment has it.
-func hookEnv(env []string, hook string, prio int, taskKey, scheduler string) []string {
+func hookEnv(env []string, hook string, prio int, taskKey, scheduler, keyFile string) []string {
 	set := map[string]string{"FIKIT_PRIORITY": strconv.Itoa(prio)}
 	if taskKey != "" {
 		set["FIKIT_TASK_KEY"] = taskKey
 	}
 	if scheduler != "" {
 		set["FIKIT_SCHEDULER"] = scheduler
+	}
+	if keyFile != "" {
+		set["FIKIT_AUTH_KEY_FILE"] = keyFile
 	}
 	preload := hook
 	out := make([]string, 0, len(env)+len(set)+1)
@@ -120,7 +137,7 @@ func hookEnv(env []string, hook string, prio int, taskKey, scheduler string) []s
 		out = append(out, kv)
 	}
 	out = append(out, "LD_PRELOAD="+preload)
-	for _, k := range []string{"FIKIT_PRIORITY", "FIKIT_TASK_KEY", "FIKIT_SCHEDULER"} {
+	for _, k := range []string{"FIKIT_PRIORITY", "FIKIT_TASK_KEY", "FIKIT_SCHEDULER", "FIKIT_AUTH_KEY_FILE"} {
 		if v, ok := set[k]; ok {
 			out = append(out, k+"="+v)
 		}

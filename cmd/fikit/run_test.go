@@ -32,14 +32,14 @@ func runFikit(t *testing.T, args ...string) (string, error) {
 
 func TestHookEnv(t *testing.T) {
 	env := []string{"PATH=/bin", "LD_PRELOAD=/a.so:/h/libfikit_hook.so /b.so", "FIKIT_PRIORITY=9", "FIKIT_SCHEDULER=x:1"}
-	got := hookEnv(env, "/h/libfikit_hook.so", 0, "svc", "")
+	got := hookEnv(env, "/h/libfikit_hook.so", 0, "svc", "", "")
 	want := []string{"PATH=/bin", "FIKIT_SCHEDULER=x:1", "LD_PRELOAD=/h/libfikit_hook.so:/a.so:/b.so",
 		"FIKIT_PRIORITY=0", "FIKIT_TASK_KEY=svc"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("hookEnv =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	got = hookEnv([]string{"HOME=/root"}, "/h.so", 5, "", "10.0.0.1:7070")
-	want = []string{"HOME=/root", "LD_PRELOAD=/h.so", "FIKIT_PRIORITY=5", "FIKIT_SCHEDULER=10.0.0.1:7070"}
+	got = hookEnv([]string{"HOME=/root"}, "/h.so", 5, "", "10.0.0.1:7070", "/k")
+	want = []string{"HOME=/root", "LD_PRELOAD=/h.so", "FIKIT_PRIORITY=5", "FIKIT_SCHEDULER=10.0.0.1:7070", "FIKIT_AUTH_KEY_FILE=/k"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("hookEnv = %q, want %q", got, want)
 	}

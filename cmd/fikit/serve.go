@@ -20,6 +20,7 @@ import (
 	"github.com/fikit/fikit/cmd/internal/daemon"
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/store"
+	"github.com/fikit/fikit/udp"
 )
 
 func serveCommand() *cli.Command {
@@ -31,7 +32,8 @@ func serveCommand() *cli.Command {
 			"Status, profiles and Prometheus metrics are served on <data-dir>/fikit.sock.",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7070", Usage: "UDP address hooks send to (an address other hosts can reach needs --insecure)", EnvVars: []string{"FIKIT_LISTEN"}},
-			&cli.BoolFlag{Name: "insecure", Usage: "allow a --listen address other hosts can reach: datagrams are not authenticated, so anyone who reaches it can register at any priority"},
+			&cli.StringFlag{Name: "auth-key-file", Usage: "file holding the key (at least 16 bytes) of the HMAC-SHA256 that datagrams from and to hooks on other hosts carry; hooks name the same file in FIKIT_AUTH_KEY_FILE (docs/security.md \"Remote hooks\")", EnvVars: []string{"FIKIT_AUTH_KEY_FILE"}},
+			&cli.BoolFlag{Name: "insecure", Usage: "allow a --listen address other hosts can reach without --auth-key-file: their datagrams are then not authenticated, so anyone who reaches it can register"},
 			&cli.StringFlag{Name: "data-dir", Value: defaultDataDir(), Usage: "directory of the profile store and the admin socket", EnvVars: []string{"FIKIT_DATA_DIR"}},
 			&cli.BoolFlag{Name: "ephemeral", Usage: "keep profiles in memory only (no data directory is written unless --data-dir is also given for the admin socket)"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
@@ -54,12 +56,26 @@ func serveCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			remote, err := checkListen(c.String("listen"), c.Bool("insecure"))
+			var key []byte
+			if f := c.String("auth-key-file"); f != "" {
+				kf, err := udp.ReadKeyFile(f)
+				if err != nil {
+					return usageError(c, "--auth-key-file: %v", err)
+				}
+				if kf.Mode&0o077 != 0 {
+					log.Warn("the key file may be read by other users: chmod 600 it", "auth_key_file", f, "mode", kf.Mode.String())
+				}
+				key = kf.Key
+			}
+			remote, err := checkListen(c.String("listen"), key != nil, c.Bool("insecure"))
 			if err != nil {
 				return usageError(c, "%v", err)
 			}
-			if remote {
+			switch {
+			case remote && key == nil:
 				log.Warn("listening on an address other hosts can reach, without authentication (--insecure)", "listen", c.String("listen"))
+			case remote:
+				log.Info("hooks on other hosts must sign their datagrams with the key of --auth-key-file", "listen", c.String("listen"))
 			}
 			var pol *daemon.PriorityPolicy
 			if f := c.String("priority-policy"); f != "" {
@@ -71,6 +87,7 @@ func serveCommand() *cli.Command {
 				listen: c.String("listen"), dataDir: c.String("data-dir"), ephemeral: c.Bool("ephemeral"),
 				dataDirSet: c.IsSet("data-dir"), metrics: c.String("metrics-listen"), sched: cfg, log: log,
 				record: c.String("record"), nice: c.Int("nice"), niceSet: c.IsSet("nice"), board: c.String("board"),
+				authKey: key,
 			})
 		},
 	}
@@ -81,6 +98,7 @@ type serveOptions struct {
 	record                   string // decision record file ("": none)
 	board                    string // --board: path, auto or off
 	policy                   *daemon.PriorityPolicy
+	authKey                  []byte // --auth-key-file's key (nil: none)
 	nice                     int
 	niceSet                  bool
 	ephemeral, dataDirSet    bool
@@ -133,7 +151,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		rec = f // the daemon closes it
 	}
 	srv, err := daemon.New(daemon.Config{Listen: o.listen, Store: st, AdminSocket: socket, Scheduler: o.sched, Logger: o.log, Record: rec,
-		Board: boardPath(o, socket != ""), Policy: o.policy})
+		Board: boardPath(o, socket != ""), Policy: o.policy, AuthKey: o.authKey})
 	if err != nil {
 		st.Close()
 		if rec != nil {

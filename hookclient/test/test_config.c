@@ -68,6 +68,14 @@ int main(int argc, char **argv)
 	const char *const gate_bad[][2] = {{"FIKIT_BOARD", "maybe"}, {"FIKIT_INFLIGHT", "17"}};
 	load(&c, 2, gate_bad);
 	CHECK(nreports == 2 && !c.board_off && c.inflight == 2, "bad FIKIT_BOARD / FIKIT_INFLIGHT");
+	const char *const key[][2] = {{"FIKIT_AUTH_KEY_FILE", "/etc/fikit/key"}};
+	load(&c, 1, key);
+	CHECK(nreports == 0 && !strcmp(c.auth_key_file, "/etc/fikit/key"), "FIKIT_AUTH_KEY_FILE");
+	static char longpath[5000];
+	memset(longpath, 'k', sizeof longpath - 1);
+	const char *const key_bad[][2] = {{"FIKIT_AUTH_KEY_FILE", longpath}};
+	load(&c, 1, key_bad);
+	CHECK(nreports == 1 && c.auth_key_file[0] == 0, "a FIKIT_AUTH_KEY_FILE too long");
 
 	const char *const v6[][2] = {{"FIKIT_SCHEDULER", "[::1]:7071"}, {"FIKIT_PRIORITY", "9"},
 				     {"FIKIT_DISABLE", "0"}, {"FIKIT_LOG", "OFF"}};

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -126,4 +127,23 @@ func boardOf(t *testing.T, s *Server) *board.Board {
 		t.Fatal("no board")
 	}
 	return s.board
+}
+
+// A hook the policy registered at a worse priority than it claimed is not
+// given the board: it would note its launches there at the claimed level,
+// and lower priorities would make way for it.
+func TestDemotedHookGetsNoBoard(t *testing.T) {
+	pol, err := ParsePolicy(strings.NewReader("* 5\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "board")
+	s := startServerWith(t, Config{Listen: "127.0.0.1:0", Store: store.NewMemory(), Scheduler: scheduler.DefaultConfig(),
+		Board: path, Policy: pol})
+	if a := newFakeHook(t, s).register("claims-0", 0); a.Board != "" {
+		t.Errorf("a hook demoted from 0 to 5 was given the board %q", a.Board)
+	}
+	if a := newFakeHook(t, s).register("claims-5", 5); a.Board != path {
+		t.Errorf("a hook registered as it claimed was given board %q, want %q", a.Board, path)
+	}
 }

@@ -51,6 +51,10 @@ type Config struct {
 	// Policy says who may claim which priorities (nil: DefaultPolicy of
 	// the daemon's uid).
 	Policy *PriorityPolicy
+	// AuthKey, if set, is the key of the MACs that datagrams from and to
+	// hooks on other hosts carry (docs/security.md "Remote hooks"); then a
+	// datagram from a non-loopback address without a valid one is dropped.
+	AuthKey []byte
 }
 
 // Server is a running daemon.
@@ -86,6 +90,7 @@ type Server struct {
 	rec        *recorder    // nil: not recording
 	board      *board.Board // nil: none
 	policy     *PriorityPolicy
+	auth       *udp.Authenticator // nil: no key; datagrams from other hosts are believed (--insecure)
 	uid        uint32             // the daemon's user
 	registered [board.GPUs]uint64 // what the board says is registered (publishRegistered)
 }
@@ -142,6 +147,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.uid = uint32(os.Getuid())
 	s.policy = cfg.Policy
+	if cfg.AuthKey != nil {
+		a, err := udp.NewAuthenticator(cfg.AuthKey)
+		if err != nil {
+			return nil, err
+		}
+		s.auth = a
+	}
 	if s.policy == nil {
 		s.policy = DefaultPolicy(s.uid)
 	}

@@ -27,11 +27,27 @@ const (
 
 // handle decodes one datagram and feeds it to the core. Called with mu held.
 func (s *Server) handle(b []byte, src netip.AddrPort) {
+	if s.auth != nil && !src.Addr().IsLoopback() {
+		// With a key, a datagram from another host is believed only with
+		// its MAC; one without gets no answer (an answer would tell a
+		// forger the port is there, and amplify a spoofed source).
+		msg, err := s.auth.Open(b, udp.ToDaemon)
+		if err != nil {
+			s.met.unauthenticated.Inc()
+			s.srcLog.logAt(src, slog.LevelWarn, "datagram dropped: not signed with the daemon's key (--auth-key-file)", "bytes", len(b), "err", err)
+			return
+		}
+		b = msg
+	}
 	m, err := udp.Decode(b)
 	if err != nil {
 		s.met.decodeErrors.Inc()
 		s.log.Debug("bad datagram", "from", src.String(), "err", err)
-		s.replyError(src, udp.ErrorCodeOf(err), 0, err.Error())
+		msg := err.Error()
+		if s.auth == nil && errors.Is(err, udp.ErrTrailing) && udp.HasTrailer(b) {
+			msg = "the datagram carries a MAC, but this daemon has no key: start it with --auth-key-file"
+		}
+		s.replyError(src, udp.ErrorCodeOf(err), 0, msg)
 		return
 	}
 	s.met.countReceived(m.Type())
@@ -216,8 +232,14 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 		s.nextID = 1
 	}
 	local := watchable(m.PID, src)
+	// A demoted hook would note its launches on the board at the level it
+	// claimed, so it is not given the board: it is gated by UDP alone.
+	section := -1
+	if demoted == "" {
+		section = s.boardSection(src, m.DeviceUUID)
+	}
 	s.tasks[id] = &taskAddr{ctrl: src, gpu: gpu, model: model, key: key, reqs: map[uint32]netip.AddrPort{}, regSeq: m.Seq,
-		watched: local, pid: m.PID, local: src.Addr().IsLoopback(), boardGPU: s.boardSection(src, m.DeviceUUID), prio: prio,
+		watched: local, pid: m.PID, local: src.Addr().IsLoopback(), boardGPU: section, prio: prio,
 		token: newToken(m.HookFlags)}
 	if !s.step(scheduler.TaskRegistered{Now: now, Task: id, Key: key, PID: m.PID, Priority: prio,
 		GPU: gpu, Model: model, Profile: prof, Local: local}, src) {
@@ -414,6 +436,9 @@ func (s *Server) send(dst netip.AddrPort, m udp.Message) {
 	if err != nil {
 		s.log.Error("encoding reply", "type", m.Type().String(), "err", err)
 		return
+	}
+	if s.auth != nil && !dst.Addr().IsLoopback() {
+		b = append(b[:start], s.auth.Seal(b[start:], udp.ToHook)...)
 	}
 	s.outBuf = b
 	s.out = append(s.out, udp.Datagram{Payload: b[start:len(b):len(b)], Addr: dst})

@@ -16,7 +16,9 @@ type metrics struct {
 	sent         *prometheus.CounterVec
 	decodeErrors prometheus.Counter
 	forged       prometheus.Counter
-	demoted      prometheus.Counter
+	// unauthenticated: datagrams from other hosts without a valid MAC.
+	unauthenticated prometheus.Counter
+	demoted         prometheus.Counter
 	// byType caches the vectors' counters per message type: a label lookup
 	// per datagram would be on every grant's path.
 	receivedBy, sentBy [256]prometheus.Counter
@@ -50,6 +52,9 @@ func newMetrics(s *Server) *metrics {
 		demoted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fikit_priority_demotions_total", Help: "Registrations that claimed a better priority than the policy allows them, registered lower.",
 		}),
+		unauthenticated: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fikit_unauthenticated_datagrams_total", Help: "Datagrams from another host without a valid MAC (--auth-key-file), dropped.",
+		}),
 		forged: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fikit_forged_messages_total", Help: "Datagrams for a task without its registration token, or from a socket not of its process, dropped.",
 		}),
@@ -64,7 +69,7 @@ func newMetrics(s *Server) *metrics {
 	persisted := func(f func(persistStats) float64) func() float64 {
 		return func() float64 { return f(s.pers.stats()) }
 	}
-	m.reg.MustRegister(m.received, m.sent, m.decodeErrors, m.forged, m.demoted,
+	m.reg.MustRegister(m.received, m.sent, m.decodeErrors, m.forged, m.demoted, m.unauthenticated,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fikit_tasks", Help: "Registered tasks."},
 			stat(func(st scheduler.Stats) float64 { return float64(st.Tasks) })),
