@@ -102,9 +102,9 @@ func TestFikitProtectsHighPriority(t *testing.T) {
 	t.Logf("HP idle GPU time filled: default sharing %.0f%%, fikit %.0f%%; time between HP runs %.0f%% / %.0f%% of the span, filled %.0f%% / %.0f%%",
 		100*shShare.fill, 100*fkShare.fill, 100*shShare.room, 100*fkShare.room, 100*shShare.roomFill, 100*fkShare.roomFill)
 
-	// The scheduler, judged by what happened on the device. The bounds hold
-	// with margin on a busy 2-core host (docs/bench.md has today's figures);
-	// the in-process gate is to tighten them.
+	// The scheduler, judged by what happened on the device. The bounds are
+	// the gate issue's (2 % at the median) with margin for a busy 2-core
+	// host; docs/bench.md has today's figures.
 	if fk.p50 > interferenceP50Max {
 		t.Errorf("under fikit the high-priority runs were blocked %.2f%% of their JCT alone at the median, want ≤ %.0f%%", fk.p50, interferenceP50Max)
 	}
@@ -153,16 +153,19 @@ func TestFikitProtectsHighPriority(t *testing.T) {
 // minRoom of the span.
 const (
 	minRoom     = 0.20
-	minRoomFill = 0.20
+	minRoomFill = 0.60
 )
 
 // Bounds on the high-priority service's GPU interference under fikit: its
 // median run's blocked time in percent of its JCT alone, and the share of
 // runs blocked more than a quarter of it (the tail: a run that starts while
-// low-priority kernels are queued waits for them, up to a time slice).
+// low-priority kernels are queued waits for them, up to a time slice). A
+// median run pays one context switch back from the low-priority service
+// (25 µs, 0.95 %) or two (one fill inside the run): the bound leaves room
+// for three.
 const (
-	interferenceP50Max = 6.0
-	heavyRunsMaxPct    = 20.0
+	interferenceP50Max = 3.0
+	heavyRunsMaxPct    = 8.0
 )
 
 // How often, and after what pause, a fikit span that lost to default sharing

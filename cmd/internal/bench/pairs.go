@@ -286,7 +286,7 @@ func (r *runner) pairModes(ctx context.Context, env *harness.Env, hp, lp svc, re
 		for _, w := range wins {
 			a := accs[w.mode]
 			a.fills = append(a.fills, 100*harness.FillShare(segs, w.hp, w.lp, w.from, w.to))
-			lates, counts := harness.EarlyStopOf(segs, w.hpRuns, w.lp)
+			lates, counts := harness.EarlyStopOf(segs, w.hpRuns, w.hp, w.lp)
 			a.lates, a.lateN = append(a.lates, lates...), append(a.lateN, counts...)
 		}
 	}

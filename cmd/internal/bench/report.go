@@ -401,7 +401,7 @@ func interferenceTable(p printer, scs []Scenario, explain bool) {
 			}
 			es := "–"
 			if e := mr.EarlyStop; e != nil && m != ModeFikitCPU {
-				es = fmt.Sprintf("%.0f / %.0f µs, %.2f", float64(e.LateP50Ns)/1e3, float64(e.LateP99Ns)/1e3, e.LPKernelsPerRun)
+				es = fmt.Sprintf("%.0f / %.0f µs, %.2f", float64(e.StopP50Ns)/1e3, float64(e.StopP99Ns)/1e3, e.LPKernelsPerRun)
 			}
 			in := mr.HPInterference
 			if in == nil {
@@ -422,9 +422,10 @@ func interferenceTable(p printer, scs []Scenario, explain bool) {
 		p("truth — over the HP's p50 alone, at the runs' p50 and p99 (`p10_hp_interference_pct` is fikit's p50, worst scenario). ")
 		p("Wall − 1 ≈ (host part − 1) + GPU interference p50 where blocked time adds to the JCT one for one; under default ")
 		p("sharing the host part can be below 1×: while the HP's kernels wait, its host thread goes on launching, so part of the ")
-		p("blocked time overlaps host time the run spends anyway. *Early stop*: for each HP run, the LP kernels that reached the ")
-		p("device within 500 µs after the run began — the latest such arrival after the start at the runs' p50 / p99, and their ")
-		p("mean count per run (0: the LP had stopped before); *fikit, FIKIT_BOARD=off* is fikit with the hooks ignoring the ")
+		p("blocked time overlaps host time the run spends anyway. *Early stop*: for each HP run, how long after its first kernel ")
+		p("reached the device the LP's stream of launches then under way went on arriving (launches less than 30 µs apart: ")
+		p("none of them asked the daemon first; 0 when the LP was not launching), at the runs' p50 / p99, and the mean count ")
+		p("of LP kernels that reached the device in the run's first 500 µs (fills granted into its first gaps included); *fikit, FIKIT_BOARD=off* is fikit with the hooks ignoring the ")
 		p("board, every decision by UDP as in the paper.\n\n")
 	} else {
 		p("**Where the HP's slowdown comes from** (columns as in IV a/b):\n\n")

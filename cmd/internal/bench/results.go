@@ -134,6 +134,11 @@ type Summary struct {
 	P10UDPHPInterferencePct *float64 `json:"p10_udp_hp_interference_pct"`
 	EarlyStopLPKernels      *float64 `json:"early_stop_lp_kernels"`
 	EarlyStopUDPLPKernels   *float64 `json:"early_stop_udp_lp_kernels"`
+	// EarlyStopP99Us and EarlyStopUDPP99Us are the stop latencies' p99
+	// (HP launch → LP stream stopped, harness.EarlyStop.StopP99Ns) in µs,
+	// worst scenario.
+	EarlyStopP99Us    *float64 `json:"early_stop_p99_us"`
+	EarlyStopUDPP99Us *float64 `json:"early_stop_udp_p99_us"`
 }
 
 // Service is how a service was run.

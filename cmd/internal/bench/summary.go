@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/fikit/fikit/cmd/internal/harness"
 )
 
 // ComputeSummary derives the contract's numbers from the scenarios. Each is
@@ -72,12 +74,24 @@ func ComputeSummary(scs []Scenario) Summary {
 	s.P10UDPHPInterferencePct = maxOf(interferenceP50s(scs, ModeFikitUDP))
 	s.EarlyStopLPKernels = maxOf(earlyStopKernels(scs, ModeFikit))
 	s.EarlyStopUDPLPKernels = maxOf(earlyStopKernels(scs, ModeFikitUDP))
+	s.EarlyStopP99Us = maxOf(earlyStopP99s(scs, ModeFikit))
+	s.EarlyStopUDPP99Us = maxOf(earlyStopP99s(scs, ModeFikitUDP))
 	return s
 }
 
 // earlyStopKernels are the LP kernels per HP run that arrived early in the
 // run (harness.EarlyStop) under mode m, per co-location scenario.
 func earlyStopKernels(scs []Scenario, m string) []float64 {
+	return earlyStops(scs, m, func(e *harness.EarlyStop) float64 { return e.LPKernelsPerRun })
+}
+
+// earlyStopP99s are the stop latencies' p99 in µs under mode m, per
+// co-location scenario.
+func earlyStopP99s(scs []Scenario, m string) []float64 {
+	return earlyStops(scs, m, func(e *harness.EarlyStop) float64 { return float64(e.StopP99Ns) / 1e3 })
+}
+
+func earlyStops(scs []Scenario, m string, f func(*harness.EarlyStop) float64) []float64 {
 	var out []float64
 	for i := range scs {
 		sc := &scs[i]
@@ -85,7 +99,7 @@ func earlyStopKernels(scs []Scenario, m string) []float64 {
 			continue
 		}
 		if mr := sc.Mode(m); mr != nil && mr.EarlyStop != nil && mr.EarlyStop.Runs > 0 {
-			out = append(out, mr.EarlyStop.LPKernelsPerRun)
+			out = append(out, f(mr.EarlyStop))
 		}
 	}
 	return out
@@ -180,6 +194,10 @@ func Check(s Summary, scs []Scenario) []Target {
 			Value: s.EarlyStopLPKernels, Median: med["es"], Target: "none", ReportOnly: true, Paper: "not reported"},
 		{Key: "early_stop_udp_lp_kernels", What: "the same with FIKIT_BOARD=off",
 			Value: s.EarlyStopUDPLPKernels, Median: med["es_udp"], Target: "none", ReportOnly: true, Paper: "not reported"},
+		{Key: "early_stop_p99_us", What: "co-location: HP launch → LP stopped launching (the stream under way then), µs, p99 over runs under fikit (worst scenario)",
+			Value: s.EarlyStopP99Us, Median: med["esl"], Target: "none", ReportOnly: true, Paper: "not reported"},
+		{Key: "early_stop_udp_p99_us", What: "the same with FIKIT_BOARD=off",
+			Value: s.EarlyStopUDPP99Us, Median: med["esl_udp"], Target: "none", ReportOnly: true, Paper: "not reported"},
 	}
 }
 
@@ -236,6 +254,12 @@ func medians(scs []Scenario) map[string]*float64 {
 	}
 	if v := earlyStopKernels(scs, ModeFikitUDP); len(v) > 0 {
 		vals["es_udp"] = v
+	}
+	if v := earlyStopP99s(scs, ModeFikit); len(v) > 0 {
+		vals["esl"] = v
+	}
+	if v := earlyStopP99s(scs, ModeFikitUDP); len(v) > 0 {
+		vals["esl_udp"] = v
 	}
 	out := map[string]*float64{}
 	for k, v := range vals {

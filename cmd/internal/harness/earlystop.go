@@ -1,7 +1,7 @@
 package harness
 
 import (
-	"sort"
+	"slices"
 
 	"github.com/fikit/fikit/simgpu/timeline"
 )
@@ -11,55 +11,76 @@ import (
 // first in-run gap worth filling comes later than this.
 const EarlyStopWindow = 500_000
 
+// StopChainNs is how close successive low-priority arrivals must be to be
+// one stream launched without asking (on credit, or as a holder): a launch
+// that asked first waits for a round trip to the daemon, longer than this.
+const StopChainNs = 30_000
+
 // EarlyStop measures how fast the low-priority service stopped launching
-// when a high-priority run began, from simgpu's ground truth: for each HP
-// run (start = its host start), the LP kernels that arrived on the device
-// within EarlyStopWindow after it (and before the run ended), and the
-// latest such arrival after the start (0 when none: the LP had stopped
-// before). Fills the scheduler granted into the run's first gaps count
-// too; compare modes, not against zero.
+// when a high-priority run began, from simgpu's ground truth. Per HP run:
+//
+//   - the stop latency: from the arrival of the run's first HP kernel to
+//     the arrival of the last LP kernel of the stream that was under way
+//     then (LP arrivals less than StopChainNs apart, from the last one
+//     before the HP's); 0 when the LP was not launching. This is the
+//     issue's "HP launch → LP gate closed", seen on the device;
+//   - the LP kernels that arrived within EarlyStopWindow after the run's
+//     start (and before it ended): fills the scheduler granted into the
+//     run's first gaps count too, so compare modes, not against zero.
 type EarlyStop struct {
 	Runs int `json:"runs"`
-	// LateP50Ns and LateP99Ns are quantiles over runs of the latest LP
-	// arrival after the run's start.
-	LateP50Ns int64 `json:"late_p50_ns"`
-	LateP99Ns int64 `json:"late_p99_ns"`
-	// LPKernelsPerRun is the mean count of such LP kernels per HP run.
+	// StopP50Ns and StopP99Ns are quantiles over runs of the stop latency.
+	StopP50Ns int64 `json:"stop_p50_ns"`
+	StopP99Ns int64 `json:"stop_p99_ns"`
+	// LPKernelsPerRun is the mean count of LP kernels in a run's first
+	// EarlyStopWindow, per HP run.
 	LPKernelsPerRun float64 `json:"lp_kernels_per_run"`
 }
 
 // EarlyStopOf measures runs of the HP (pid hpPid) against the LP (pid
-// lpPid) on recs; lates and counts are per run, for pooling.
-func EarlyStopOf(recs []timeline.Record, runs []Run, lpPid int) (lates []int64, counts []int) {
-	var arr []int64 // LP arrivals, first segment of each kernel
+// lpPid) on recs; stops and counts are per run, for pooling.
+func EarlyStopOf(recs []timeline.Record, runs []Run, hpPid, lpPid int) (stops []int64, counts []int) {
+	var lp, hp []int64 // arrivals, first segment of each kernel
 	for _, r := range recs {
-		if r.PID == lpPid && r.Seg == 0 {
-			arr = append(arr, r.ArriveNs)
+		switch {
+		case r.Seg != 0:
+		case r.PID == lpPid:
+			lp = append(lp, r.ArriveNs)
+		case r.PID == hpPid:
+			hp = append(hp, r.ArriveNs)
 		}
 	}
-	sort.Slice(arr, func(i, j int) bool { return arr[i] < arr[j] })
+	slices.Sort(lp)
+	slices.Sort(hp)
 	for _, run := range runs {
 		s := run.StartNs
-		i := sort.Search(len(arr), func(i int) bool { return arr[i] >= s })
-		var late int64
+		i, _ := slices.BinarySearch(lp, s)
 		n := 0
-		end := s + min(EarlyStopWindow, run.JCTNs)
-		for ; i < len(arr) && arr[i] < end; i++ {
-			late = arr[i] - s
-			n++
+		for end := s + min(EarlyStopWindow, run.JCTNs); i+n < len(lp) && lp[i+n] < end; n++ {
 		}
-		lates = append(lates, late)
 		counts = append(counts, n)
+		var stop int64
+		if h, _ := slices.BinarySearch(hp, s); h < len(hp) && hp[h] < s+run.JCTNs {
+			t0 := hp[h]
+			j, _ := slices.BinarySearch(lp, t0) // first LP arrival at or after t0
+			if j > 0 && j < len(lp) && t0-lp[j-1] < StopChainNs && lp[j]-lp[j-1] < StopChainNs {
+				for j+1 < len(lp) && lp[j+1]-lp[j] < StopChainNs {
+					j++
+				}
+				stop = lp[j] - t0
+			}
+		}
+		stops = append(stops, stop)
 	}
-	return lates, counts
+	return stops, counts
 }
 
-// SummarizeEarlyStop pools per-run lates and counts.
-func SummarizeEarlyStop(lates []int64, counts []int) *EarlyStop {
-	if len(lates) == 0 {
+// SummarizeEarlyStop pools per-run stop latencies and counts.
+func SummarizeEarlyStop(stops []int64, counts []int) *EarlyStop {
+	if len(stops) == 0 {
 		return nil
 	}
-	e := &EarlyStop{Runs: len(lates), LateP50Ns: Quantile(lates, 0.5), LateP99Ns: Quantile(lates, 0.99)}
+	e := &EarlyStop{Runs: len(stops), StopP50Ns: Quantile(stops, 0.5), StopP99Ns: Quantile(stops, 0.99)}
 	sum := 0
 	for _, c := range counts {
 		sum += c
