@@ -25,6 +25,19 @@ typedef struct fk_board_gpu {
 	uint8_t reserved[24];
 } fk_board_gpu;
 
+/* A waiter slot (udp/board/board.go): task t's is slot t % FK_BOARD_SLOTS,
+ * while its task word is t. One thread of the task waits in it at a time:
+ * it writes the seq it asks for into wait_seq before the LaunchRequest goes,
+ * and the daemon answers that request here — grant_seq (written last)
+ * with credit and gate, or hold_ns — bumping gen, the futex word it wakes. */
+#define FK_BOARD_SLOTS 31
+typedef struct fk_board_slot {
+	_Atomic uint32_t task, gen, wait_seq, grant_seq, credit;
+	uint32_t reserved0;
+	_Atomic uint64_t seen_ns, expires_ns, hold_ns;
+	uint8_t reserved[16];
+} fk_board_slot;
+
 typedef struct fk_board {
 	_Atomic uint64_t magic;
 	uint32_t version, gpus;
@@ -32,9 +45,11 @@ typedef struct fk_board {
 	_Atomic uint64_t heartbeat_ns;
 	uint8_t reserved[32];
 	fk_board_gpu gpu[16]; /* FK_BOARD_GPUS */
+	fk_board_slot slot[FK_BOARD_SLOTS];
 } fk_board;
 
 _Static_assert(sizeof(fk_board_gpu) == 128, "board GPU section");
+_Static_assert(sizeof(fk_board_slot) == 64, "board slot");
 _Static_assert(sizeof(fk_board) <= FK_BOARD_FILE_SIZE, "board size");
 
 /* The latest launch of a priority better than prio (0 if none, or if the

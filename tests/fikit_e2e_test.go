@@ -79,6 +79,13 @@ func TestFikitProtectsHighPriority(t *testing.T) {
 
 	shared := run(false, false)
 	fikit := run(true, true)
+	// The low-priority service's waiting thread was answered in its board
+	// slot (a futex wake), not only by datagrams.
+	m := adminMetrics(t, d.dataDir)
+	t.Logf("answers in board slots %.0f; grants %.0f, holds %.0f", m["fikit_board_answers_total"], m["fikit_grants_total"], m["fikit_holds_total"])
+	if m["fikit_board_answers_total"] == 0 {
+		t.Error("no grant or hold was given in a board slot")
+	}
 
 	segs := readTimeline(t, tl)
 	// The instrument first: alone, nothing delays the high-priority kernels;

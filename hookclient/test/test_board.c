@@ -22,6 +22,17 @@ static const struct {
 	{"gpu.uuid", offsetof(fk_board_gpu, uuid), 16},
 	{"gpu.level_ns", offsetof(fk_board_gpu, level_ns), 8 * FK_BOARD_LEVELS},
 	{"gpu.registered", offsetof(fk_board_gpu, registered), 8},
+	{"slots_offset", offsetof(fk_board, slot), 0},
+	{"slot_stride", sizeof(fk_board_slot), 0},
+	{"slots", FK_BOARD_SLOTS, 0},
+	{"slot.task", offsetof(fk_board_slot, task), 4},
+	{"slot.gen", offsetof(fk_board_slot, gen), 4},
+	{"slot.wait_seq", offsetof(fk_board_slot, wait_seq), 4},
+	{"slot.grant_seq", offsetof(fk_board_slot, grant_seq), 4},
+	{"slot.credit", offsetof(fk_board_slot, credit), 4},
+	{"slot.seen_ns", offsetof(fk_board_slot, seen_ns), 8},
+	{"slot.expires_ns", offsetof(fk_board_slot, expires_ns), 8},
+	{"slot.hold_ns", offsetof(fk_board_slot, hold_ns), 8},
 	{"file_size", FK_BOARD_FILE_SIZE, 0},
 };
 

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -33,6 +34,18 @@ const (
 	offRegd     = 96
 	FileSize    = 4096
 	layoutBytes = headerSize + GPUs*gpuStride
+	// Waiter slots fill the rest of the file: task t's is t mod Slots.
+	slotsOff       = layoutBytes
+	slotStride     = 64
+	Slots          = (FileSize - slotsOff) / slotStride
+	offSlotTask    = 0  // u32, daemon: the task the slot is (0: free)
+	offSlotGen     = 4  // u32, daemon: bumped on every change; the futex word
+	offSlotWait    = 8  // u32, hook: the seq its waiting thread asked for
+	offSlotGrant   = 12 // u32, daemon: the seq granted through the slot
+	offSlotCredit  = 16 // u32, daemon: the grant's credit
+	offSlotSeen    = 24 // u64, daemon: the grant's gate
+	offSlotExpires = 32 // u64
+	offSlotHold    = 40 // u64, daemon: when the request was last told to wait
 )
 
 // Sentinel errors.
@@ -95,6 +108,10 @@ func (b *Board) Generation() uint64 { return b.gen }
 
 func (b *Board) word(off int) *atomic.Uint64 {
 	return (*atomic.Uint64)(unsafe.Pointer(&b.mem[off]))
+}
+
+func (b *Board) word32(off int) *atomic.Uint32 {
+	return (*atomic.Uint32)(unsafe.Pointer(&b.mem[off]))
 }
 
 // GPU returns the section of the GPU with this UUID, taking a free one the
@@ -186,4 +203,95 @@ func (b *Board) Close() error {
 		}
 	}
 	return err
+}
+
+// Waiter slots (docs/design.md "Board"). A local task whose slot is free at
+// registration owns it until it leaves. One thread of the task at a time
+// waits on it: the hook writes the seq it asks for into the slot before
+// sending the LaunchRequest; the daemon then answers that request in the
+// slot — the grant's credit and gate, or the time it was told to keep
+// waiting — and wakes the thread with a futex on the slot's generation
+// word, instead of a datagram. Every other answer goes by UDP.
+
+// SlotOf is the slot task would own.
+func SlotOf(task uint32) int { return int(task % Slots) }
+
+func slotOff(task uint32) int { return slotsOff + SlotOf(task)*slotStride }
+
+// Claim makes task's slot its own if it is free, and reports whether it is.
+func (b *Board) Claim(task uint32) bool {
+	if b.mem == nil || task == 0 {
+		return false
+	}
+	o := slotOff(task)
+	if b.word32(o+offSlotTask).Load() != 0 {
+		return false
+	}
+	for _, f := range []int{offSlotWait, offSlotGrant, offSlotCredit} {
+		b.word32(o + f).Store(0)
+	}
+	for _, f := range []int{offSlotSeen, offSlotExpires, offSlotHold} {
+		b.word(o + f).Store(0)
+	}
+	b.word32(o + offSlotTask).Store(task)
+	b.bump(o)
+	return true
+}
+
+// Release frees task's slot (the task left, or died), waking a thread that
+// waits on it so that it goes back to UDP.
+func (b *Board) Release(task uint32) {
+	if b.mem == nil || task == 0 {
+		return
+	}
+	o := slotOff(task)
+	if b.word32(o+offSlotTask).CompareAndSwap(task, 0) {
+		b.word32(o + offSlotWait).Store(0)
+		b.bump(o)
+	}
+}
+
+// Waiting reports whether a thread of task waits in its slot for the
+// answer to request seq.
+func (b *Board) Waiting(task, seq uint32) bool {
+	if b.mem == nil || task == 0 || seq == 0 {
+		return false
+	}
+	o := slotOff(task)
+	return b.word32(o+offSlotTask).Load() == task && b.word32(o+offSlotWait).Load() == seq
+}
+
+// Grant answers request seq of task in its slot: launch, then credit more
+// without asking, within the gate (seen, expires: as the Grant message's).
+func (b *Board) Grant(task, seq, credit uint32, seen, expires uint64) {
+	if !b.Waiting(task, seq) {
+		return
+	}
+	o := slotOff(task)
+	b.word32(o + offSlotCredit).Store(credit)
+	b.word(o + offSlotSeen).Store(seen)
+	b.word(o + offSlotExpires).Store(expires)
+	b.word32(o + offSlotGrant).Store(seq) // last: the hook reads it first
+	b.bump(o)
+}
+
+// Hold tells the thread waiting for request seq of task to keep waiting.
+func (b *Board) Hold(task, seq uint32, now int64) {
+	if !b.Waiting(task, seq) {
+		return
+	}
+	o := slotOff(task)
+	b.word(o + offSlotHold).Store(uint64(now))
+	b.bump(o)
+}
+
+const futexWake = 1 // FUTEX_WAKE, not private: other processes wait
+
+// bump moves the slot's generation on and wakes whoever waits on it.
+func (b *Board) bump(o int) {
+	w := b.word32(o + offSlotGen)
+	w.Add(1)
+	// FUTEX_WAKE on a shared file mapping: the key is the file and offset,
+	// the same in every process that maps it.
+	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWake, math.MaxInt32, 0, 0, 0)
 }

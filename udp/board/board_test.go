@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestLayout checks the constants against testdata/layout.txt, which the
@@ -23,6 +24,10 @@ func TestLayout(t *testing.T) {
 		"magic": {offMagic, 8}, "version": {offVersion, 4}, "gpus": {offGPUs, 4}, "generation": {offGen, 8},
 		"heartbeat_ns": {offHeart, 8}, "header_size": {headerSize, 0}, "gpu_stride": {gpuStride, 0},
 		"gpu.uuid": {offUUID, 16}, "gpu.level_ns": {offLevels, 8 * Levels}, "gpu.registered": {offRegd, 8}, "file_size": {FileSize, 0},
+		"slots_offset": {slotsOff, 0}, "slot_stride": {slotStride, 0}, "slots": {Slots, 0},
+		"slot.task": {offSlotTask, 4}, "slot.gen": {offSlotGen, 4}, "slot.wait_seq": {offSlotWait, 4},
+		"slot.grant_seq": {offSlotGrant, 4}, "slot.credit": {offSlotCredit, 4}, "slot.seen_ns": {offSlotSeen, 8},
+		"slot.expires_ns": {offSlotExpires, 8}, "slot.hold_ns": {offSlotHold, 8},
 	}
 	seen := 0
 	sc := bufio.NewScanner(f)
@@ -53,7 +58,7 @@ func TestLayout(t *testing.T) {
 	if seen != len(want)+1 {
 		t.Errorf("layout.txt has %d fields, want %d", seen, len(want)+1)
 	}
-	if string(binary.LittleEndian.AppendUint64(nil, Magic)) != "FIKITBD1" || layoutBytes > FileSize ||
+	if string(binary.LittleEndian.AppendUint64(nil, Magic)) != "FIKITBD1" || slotsOff+Slots*slotStride > FileSize || Slots < 16 ||
 		offLevels+8*Levels > gpuStride {
 		t.Error("layout does not fit")
 	}
@@ -131,5 +136,87 @@ func TestBoard(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("board left after Close: %v", err)
+	}
+}
+
+// A waiter slot: owned by one task at a time, answered only for the
+// request its thread waits for, and the waiting thread woken by the
+// answer (a futex on the slot's generation), by a hold it sees, and by
+// the slot's release.
+func TestWaiterSlot(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "board")
+	b, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	w, err := OpenWaiter(path, b.Generation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := OpenWaiter(path, b.Generation()+1); err == nil {
+		t.Error("another generation's board was opened")
+	}
+	const task = 7
+	if w.Ask(task, 1) {
+		t.Fatal("asked in a slot the task does not own")
+	}
+	if !b.Claim(task) || b.Claim(task+Slots) {
+		t.Fatal("claims: the first must win, the second (same slot) lose")
+	}
+	if !w.Ask(task, 1) || w.Ask(task, 2) {
+		t.Fatal("one request at a time waits in a slot")
+	}
+	if b.Waiting(task, 2) || !b.Waiting(task, 1) {
+		t.Fatal("Waiting")
+	}
+	b.Grant(task, 2, 9, 0, 0) // not the request that waits: ignored
+	done := make(chan [2]uint32)
+	go func() {
+		c, ok := w.Await(task, 1, 5*time.Second)
+		done <- [2]uint32{c, map[bool]uint32{true: 1}[ok]}
+	}()
+	time.Sleep(20 * time.Millisecond)
+	b.Hold(task, 1, 123)
+	select {
+	case r := <-done:
+		t.Fatalf("a hold ended the wait: %v", r)
+	case <-time.After(20 * time.Millisecond):
+	}
+	start := time.Now()
+	b.Grant(task, 1, 3, 10, 20)
+	select {
+	case r := <-done:
+		if r != [2]uint32{3, 1} {
+			t.Fatalf("await = credit %d, granted %d; want 3, 1", r[0], r[1])
+		}
+		t.Logf("woken %v after the grant", time.Since(start))
+	case <-time.After(2 * time.Second):
+		t.Fatal("the grant did not wake the waiter")
+	}
+	if b.Waiting(task, 1) {
+		t.Error("the slot still waits after the answer was taken")
+	}
+	// Released while a request waits: the waiter goes back (to UDP).
+	if !w.Ask(task, 2) {
+		t.Fatal("ask after the answer")
+	}
+	go func() {
+		c, ok := w.Await(task, 2, 5*time.Second)
+		done <- [2]uint32{c, map[bool]uint32{true: 1}[ok]}
+	}()
+	time.Sleep(20 * time.Millisecond)
+	b.Release(task)
+	select {
+	case r := <-done:
+		if r[1] != 0 {
+			t.Fatalf("a released slot granted: %v", r)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the release did not wake the waiter")
+	}
+	if !b.Claim(task + Slots) {
+		t.Error("a released slot cannot be claimed again")
 	}
 }

@@ -10,11 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/fikit/fikit/udp"
+	"github.com/fikit/fikit/udp/board"
 )
 
 // micro is the micro-benchmark section: the hook's cost per launch
@@ -175,6 +177,15 @@ func grantRTT(addr string, samples int) (*GrantRTT, error) {
 		return nil, fmt.Errorf("register: role %s, want holder (is another task on the device?)", ack.Role)
 	}
 	defer dc.Send(&udp.Goodbye{TaskID: ack.TaskID})
+	// The same request answered in the task's board slot (a futex wake),
+	// where the daemon has a board.
+	var slot *board.Waiter
+	if ack.Board != "" {
+		if slot, err = board.OpenWaiter(ack.Board, ack.BoardGen); err != nil {
+			return nil, err
+		}
+		defer slot.Close()
+	}
 	seq := uint32(0)
 	grant := func() (time.Duration, error) {
 		seq++
@@ -195,6 +206,20 @@ func grantRTT(addr string, samples int) (*GrantRTT, error) {
 			}
 		}
 	}
+	viaSlot := func() (time.Duration, error) {
+		seq++
+		if !slot.Ask(ack.TaskID, seq) {
+			return 0, fmt.Errorf("board slot of task %d: not the task's", ack.TaskID)
+		}
+		t0 := time.Now()
+		if err := dc.Send(&udp.LaunchRequest{TaskID: ack.TaskID, Seq: seq, KernelID: 0x5eed}); err != nil {
+			return 0, err
+		}
+		if _, ok := slot.Await(ack.TaskID, seq, time.Second); !ok {
+			return 0, fmt.Errorf("no grant %d in the board slot", seq)
+		}
+		return time.Since(t0), nil
+	}
 	payload, err := udp.Append(nil, &udp.LaunchRequest{TaskID: ack.TaskID, Seq: 1, KernelID: 0x5eed})
 	if err != nil {
 		return nil, err
@@ -210,15 +235,18 @@ func grantRTT(addr string, samples int) (*GrantRTT, error) {
 		return time.Since(t0), nil
 	}
 	const block = 100
-	var gs, es []int64
+	var gs, es, bs []int64
 	type probe struct {
 		f   func() (time.Duration, error)
 		out *[]int64
 	}
 	for i := 0; len(gs) < samples; i++ {
 		order := []probe{{grant, &gs}, {echo1, &es}}
+		if slot != nil {
+			order = append(order, probe{viaSlot, &bs})
+		}
 		if i%2 == 1 {
-			order[0], order[1] = order[1], order[0]
+			slices.Reverse(order)
 		}
 		for _, pr := range order {
 			for j := 0; j < block; j++ {
@@ -234,9 +262,14 @@ func grantRTT(addr string, samples int) (*GrantRTT, error) {
 		_ = dc.Send(&udp.Heartbeat{TaskID: ack.TaskID})
 	}
 	g, e := Summarize(gs, 0), Summarize(es, 0)
-	return &GrantRTT{Samples: len(gs), GrantP50: g.P50, GrantP99: g.P99, EchoP50: e.P50, EchoP99: e.P99,
+	out := &GrantRTT{Samples: len(gs), GrantP50: g.P50, GrantP99: g.P99, EchoP50: e.P50, EchoP99: e.P99,
 		RatioP50: ratio(g.P50, e.P50), Daemon: "in-process fikit daemon (harness), holder task granted at once",
-		ReplyType: "Grant"}, nil
+		ReplyType: "Grant"}
+	if len(bs) > 0 {
+		b := Summarize(bs, 0)
+		out.SlotP50, out.SlotP99 = b.P50, b.P99
+	}
+	return out, nil
 }
 
 func fileExists(p string) bool {

@@ -266,8 +266,13 @@ func microSection(p printer, res *Results) {
 	}
 	if g := mi.Grant; g != nil {
 		p("**Grant round trip** (%s) vs a raw UDP echo server in the same process, %d samples each, interleaved blocks: ", g.Daemon, g.Samples)
-		p("grant p50 %s (p99 %s), echo p50 %s (p99 %s): **%.2f×** (p8).\n\n", us(int64(g.GrantP50)), us(int64(g.GrantP99)),
+		p("grant p50 %s (p99 %s), echo p50 %s (p99 %s): **%.2f×** (p8).", us(int64(g.GrantP50)), us(int64(g.GrantP99)),
 			us(int64(g.EchoP50)), us(int64(g.EchoP99)), g.RatioP50)
+		if g.SlotP50 > 0 {
+			p(" Answered in the task's board slot instead (a futex wake, no datagram back): p50 %s (p99 %s), %.2f× the echo.",
+				us(int64(g.SlotP50)), us(int64(g.SlotP99)), ratio(g.SlotP50, g.EchoP50))
+		}
+		p("\n\n")
 	} else {
 		p("Grant round trip: not measured (%s).\n\n", oneLine(mi.GrantError))
 	}

@@ -301,12 +301,16 @@ type HookBench struct {
 // GrantRTT compares a LaunchRequest→Grant round trip against the in-process
 // daemon with a raw UDP echo in the same process, interleaved in blocks.
 type GrantRTT struct {
-	Samples   int     `json:"samples"`
-	GrantP50  float64 `json:"grant_p50_ns"`
-	GrantP99  float64 `json:"grant_p99_ns"`
-	EchoP50   float64 `json:"echo_p50_ns"`
-	EchoP99   float64 `json:"echo_p99_ns"`
-	RatioP50  float64 `json:"ratio_p50"`
+	Samples  int     `json:"samples"`
+	GrantP50 float64 `json:"grant_p50_ns"`
+	GrantP99 float64 `json:"grant_p99_ns"`
+	EchoP50  float64 `json:"echo_p50_ns"`
+	EchoP99  float64 `json:"echo_p99_ns"`
+	RatioP50 float64 `json:"ratio_p50"`
+	// SlotP50 and SlotP99: the same request answered in the task's board
+	// slot, a futex wake instead of a datagram back (0: no board).
+	SlotP50   float64 `json:"slot_p50_ns,omitempty"`
+	SlotP99   float64 `json:"slot_p99_ns,omitempty"`
 	Daemon    string  `json:"daemon"`
 	ReplyType string  `json:"reply"`
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/store"
 	"github.com/fikit/fikit/udp"
@@ -145,5 +147,55 @@ func TestDemotedHookGetsNoBoard(t *testing.T) {
 	}
 	if a := newFakeHook(t, s).register("claims-5", 5); a.Board != path {
 		t.Errorf("a hook registered as it claimed was given board %q, want %q", a.Board, path)
+	}
+}
+
+// A local task's waiting thread is answered in its board slot (a futex
+// wake), not by a datagram; a request that does not wait there (another
+// thread's, while the slot is taken) is answered by UDP; the slot is freed
+// when the task leaves.
+func TestBoardSlotAnswers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "board")
+	s := startServerWith(t, Config{Listen: "127.0.0.1:0", Store: store.NewMemory(), Scheduler: scheduler.DefaultConfig(), Board: path})
+	h := newFakeHook(t, s)
+	a := h.register("svc", 0)
+	w, err := board.OpenWaiter(a.Board, a.BoardGen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if !w.Ask(a.TaskID, 1) {
+		t.Fatal("the task does not own its slot")
+	}
+	h.send(&udp.LaunchRequest{TaskID: a.TaskID, Seq: 1, KernelID: 5, Token: a.Token})
+	if _, ok := w.Await(a.TaskID, 1, 2*time.Second); !ok {
+		t.Fatal("no grant in the slot")
+	}
+	// Another request while the slot is taken goes by UDP.
+	if !w.Ask(a.TaskID, 2) {
+		t.Fatal("ask 2")
+	}
+	h.send(&udp.LaunchRequest{TaskID: a.TaskID, Seq: 3, KernelID: 5, Token: a.Token})
+	if g := recvType[*udp.Grant](t, h, 2*time.Second); g.Seq != 3 {
+		t.Fatalf("UDP grant %+v, want seq 3", g)
+	}
+	if m := h.recv(50 * time.Millisecond); m != nil {
+		t.Fatalf("a datagram for the slot's request: %#v", m)
+	}
+	var met dto.Metric
+	if err := s.met.boardAnswers.Write(&met); err != nil || met.GetCounter().GetValue() != 1 {
+		t.Errorf("fikit_board_answers_total = %v (%v), want 1", met.GetCounter().GetValue(), err)
+	}
+	// Goodbye frees the slot: a thread waiting in it is woken, ungranted.
+	done := make(chan bool)
+	go func() { _, ok := w.Await(a.TaskID, 2, 5*time.Second); done <- ok }()
+	h.send(&udp.Goodbye{TaskID: a.TaskID, Token: a.Token})
+	select {
+	case ok := <-done:
+		if ok {
+			t.Error("granted in a freed slot")
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the goodbye did not free the slot")
 	}
 }

@@ -115,7 +115,9 @@ type taskAddr struct {
 	// daemon's clock; boardGPU is its GPU's board section (-1: none).
 	local    bool
 	boardGPU int
-	prio     uint8
+	// slot: it owns its waiter slot on the board (udp/board: Claim).
+	slot bool
+	prio uint8
 	// token is the registration's secret (RegisterAck): a hook that said
 	// it sends it (HookSendsToken) is heard only with it. 0: not required.
 	token uint64
@@ -344,7 +346,7 @@ func (s *Server) reapExited() {
 		if s.step(scheduler.TaskLeft{Now: s.now(), Task: e.id}, netip.AddrPort{}) {
 			s.log.Info("task exited without goodbye", "task", e.id, "key", ta.key, "pid", e.pid)
 		}
-		delete(s.tasks, e.id)
+		s.removeTask(e.id)
 	}
 }
 

@@ -138,7 +138,7 @@ func (s *Server) handle(b []byte, src netip.AddrPort) {
 	case *udp.Goodbye:
 		id := scheduler.TaskID(m.TaskID)
 		if s.step(scheduler.TaskLeft{Now: now, Task: id}, src) {
-			delete(s.tasks, id)
+			s.removeTask(id)
 			s.exits.forget(id)
 		}
 	default:
@@ -250,6 +250,9 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 	if demoted != "" {
 		s.replyError(src, udp.CodeInvalidValue, uint32(id), demoted)
 	}
+	if ta := s.tasks[id]; ta.boardGPU >= 0 {
+		ta.slot = s.board.Claim(uint32(id))
+	}
 	phase := "profiling"
 	if prof != nil && prof.Phase == profiler.PhaseSharing {
 		phase = "sharing"
@@ -257,6 +260,14 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 	s.srcLog.logAt(src, slog.LevelInfo, "task registered", "task", id, "key", key, "pid", m.PID, "priority", prio,
 		"gpu", model, "phase", phase)
 	s.exits.watch(id, m.PID, src)
+}
+
+// removeTask forgets a task the core dropped, freeing its board slot.
+func (s *Server) removeTask(id scheduler.TaskID) {
+	if ta := s.tasks[id]; ta != nil && ta.slot {
+		s.board.Release(uint32(id))
+	}
+	delete(s.tasks, id)
 }
 
 // reacknowledge answers a Register that is a copy of the one a task
@@ -297,7 +308,7 @@ func (s *Server) replaceOlder(src netip.AddrPort, gpu string, now int64) {
 		if s.step(scheduler.TaskLeft{Now: now, Task: id}, src) {
 			s.srcLog.logAt(src, slog.LevelInfo, "task re-registered: the new registration replaces it", "task", id, "key", ta.key)
 		}
-		delete(s.tasks, id)
+		s.removeTask(id)
 		s.exits.forget(id)
 	}
 }
@@ -353,11 +364,24 @@ func (s *Server) flush() {
 			dst = ta.ctrl
 		}
 		delete(ta.reqs, g.Seq)
-		s.send(dst, &udp.Grant{TaskID: uint32(g.Task), Seq: g.Seq, Credit: g.Credit, Gate: s.wireGate(ta, g.Gate)})
+		gate := s.wireGate(ta, g.Gate)
+		if ta.slot && s.board.Waiting(uint32(g.Task), g.Seq) {
+			// The hook's thread waits in its slot: the answer goes there,
+			// with a futex wake instead of a datagram.
+			s.board.Grant(uint32(g.Task), g.Seq, g.Credit, gate.SeenNS, gate.ExpiresNS)
+			s.met.boardAnswers.Inc()
+			continue
+		}
+		s.send(dst, &udp.Grant{TaskID: uint32(g.Task), Seq: g.Seq, Credit: g.Credit, Gate: gate})
 	}
 	for _, h := range r.Holds {
 		if ta := s.tasks[h.Task]; ta != nil {
 			if dst, ok := ta.reqs[h.Seq]; ok {
+				if ta.slot && s.board.Waiting(uint32(h.Task), h.Seq) {
+					s.board.Hold(uint32(h.Task), h.Seq, s.now())
+					s.met.boardAnswers.Inc()
+					continue
+				}
 				s.send(dst, &udp.Hold{TaskID: uint32(h.Task), Seq: h.Seq})
 			}
 		}
@@ -375,7 +399,7 @@ func (s *Server) flush() {
 				s.log.Warn("task dropped: no heartbeat", "task", id, "key", ta.key, "watched", ta.watched)
 			}
 		}
-		delete(s.tasks, id)
+		s.removeTask(id)
 	}
 	s.publishRegistered()
 	s.armDeadline(r.Deadline)

@@ -16,6 +16,8 @@ type metrics struct {
 	sent         *prometheus.CounterVec
 	decodeErrors prometheus.Counter
 	forged       prometheus.Counter
+	// boardAnswers: grants and holds given in a waiter's board slot.
+	boardAnswers prometheus.Counter
 	// unauthenticated: datagrams from other hosts without a valid MAC.
 	unauthenticated prometheus.Counter
 	demoted         prometheus.Counter
@@ -52,6 +54,9 @@ func newMetrics(s *Server) *metrics {
 		demoted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fikit_priority_demotions_total", Help: "Registrations that claimed a better priority than the policy allows them, registered lower.",
 		}),
+		boardAnswers: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fikit_board_answers_total", Help: "Grants and holds given in a waiter's board slot (a futex wake) instead of a datagram.",
+		}),
 		unauthenticated: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fikit_unauthenticated_datagrams_total", Help: "Datagrams from another host without a valid MAC (--auth-key-file), dropped.",
 		}),
@@ -69,7 +74,7 @@ func newMetrics(s *Server) *metrics {
 	persisted := func(f func(persistStats) float64) func() float64 {
 		return func() float64 { return f(s.pers.stats()) }
 	}
-	m.reg.MustRegister(m.received, m.sent, m.decodeErrors, m.forged, m.demoted, m.unauthenticated,
+	m.reg.MustRegister(m.received, m.sent, m.decodeErrors, m.forged, m.demoted, m.unauthenticated, m.boardAnswers,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fikit_tasks", Help: "Registered tasks."},
 			stat(func(st scheduler.Stats) float64 { return float64(st.Tasks) })),
