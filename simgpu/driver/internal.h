@@ -316,6 +316,10 @@ void sg_timeline_kick(void);
 
 /* Block until op (dmctx gen, seq) of device dev is done; precise to a few us. */
 void sg_wait_op(int dev, int dmctx, uint32_t gen, uint64_t seq);
+/* The same, sleeping through: a CU_EVENT_BLOCKING_SYNC event's wait wakes
+ * when the op is done plus the sleep's overshoot (an interrupt-driven wake
+ * on a GPU), and spins on nothing. */
+void sg_wait_op_blocking(int dev, int dmctx, uint32_t gen, uint64_t seq);
 void sg_wait_stream(sg_stream *s);
 void sg_wait_ctx(sg_ctx *c);
 

@@ -437,7 +437,10 @@ CUresult cuEventSynchronize(CUevent hEvent)
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (!__atomic_load_n(&e->recorded, __ATOMIC_ACQUIRE))
 		return CUDA_SUCCESS;
-	sg_wait_op(e->dev, e->dmctx, e->dmgen, e->seq);
+	if (e->flags & CU_EVENT_BLOCKING_SYNC)
+		sg_wait_op_blocking(e->dev, e->dmctx, e->dmgen, e->seq);
+	else
+		sg_wait_op(e->dev, e->dmctx, e->dmgen, e->seq);
 	return CUDA_SUCCESS;
 }
 

@@ -100,6 +100,29 @@ void sg_wait_op(int dev, int dmctx, uint32_t gen, uint64_t seq)
 	}
 }
 
+void sg_wait_op_blocking(int dev, int dmctx, uint32_t gen, uint64_t seq)
+{
+	dm_device *dm = sg_dm(dev);
+	for (;;) {
+		int64_t now = sg_enter(dev);
+		int done = dm_ctx_gen(dm, dmctx) != gen || dm_op_done(dm, dmctx, seq, NULL) != 0;
+		int64_t until = 0;
+		if (!done) {
+			until = dm_forecast(dm, dmctx, seq, now);
+			int64_t ne = dm_next_event(dm);
+			if (ne > until)
+				until = ne;
+		}
+		sg_unlock();
+		if (done)
+			return;
+		now = sg_now();
+		if (until == DM_NEVER || until - now > SG_WAIT_RECHECK_NS)
+			until = now + SG_WAIT_RECHECK_NS;
+		sleep_until(until);
+	}
+}
+
 void sg_wait_stream(sg_stream *s)
 {
 	sg_ctx *c = s->ctx;
