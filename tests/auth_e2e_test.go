@@ -75,11 +75,7 @@ func TestRemoteHooksNeedTheKey(t *testing.T) {
 		runs: 150, interval: 10 * time.Millisecond}
 	lp := replaySpec{trace: "h100/mobilenet_4_fwd", cpuNs: 5000, prio: 5, key: "remote-lp", sched: addr, hooked: true,
 		runs: 1000000}
-	var procs []*proc
-	for _, s := range []replaySpec{hp, lp} {
-		cmd, args := s.command(t)
-		procs = append(procs, startCmd(t, env, cmd, args...))
-	}
+	procs := startReplays(t, env, hp, lp)
 	defer procs[1].KillGroup()
 	ids := map[string]uint32{}
 	prios := map[string]int{}

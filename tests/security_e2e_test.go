@@ -25,11 +25,7 @@ func TestForgedMessagesDoNoHarm(t *testing.T) {
 		runs: 400, interval: 10 * time.Millisecond}
 	lp := replaySpec{trace: "h100/mobilenet_4_fwd", cpuNs: 5000, prio: 5, key: "sec-lp", sched: d.addr, hooked: true,
 		runs: 1000000}
-	var procs []*proc
-	for _, s := range []replaySpec{hp, lp} {
-		cmd, args := s.command(t)
-		procs = append(procs, startCmd(t, env, cmd, args...))
-	}
+	procs := startReplays(t, env, hp, lp)
 	defer procs[1].KillGroup()
 	// The daemon proves in the background that each registering process
 	// owns the socket it registered from.
@@ -186,6 +182,17 @@ func rawSender(t *testing.T, addr string) (net.Conn, func(udp.Message)) {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c, sendOn(t, c)
+}
+
+// startReplays starts each replay, in order.
+func startReplays(t *testing.T, env []string, specs ...replaySpec) []*proc {
+	t.Helper()
+	var procs []*proc
+	for _, s := range specs {
+		cmd, args := s.command(t)
+		procs = append(procs, startCmd(t, env, cmd, args...))
+	}
+	return procs
 }
 
 // sendOn is a function that sends one message on c.

@@ -64,28 +64,33 @@ static inline void cpu_relax(void)
 #endif
 }
 
-void sg_wait_op(int dev, int dmctx, uint32_t gen, uint64_t seq)
+/* Whether op seq of context dmctx (generation gen) is done; if not, *until
+ * is the earliest it can be (its forecast, or the model's next event). */
+static int op_done_or_until(int dev, int dmctx, uint32_t gen, uint64_t seq, int64_t *until)
 {
 	dm_device *dm = sg_dm(dev);
-	for (;;) {
-		int64_t now = sg_enter(dev);
-		int done = dm_ctx_gen(dm, dmctx) != gen || dm_op_done(dm, dmctx, seq, NULL) != 0;
-		int64_t until = 0;
-		if (!done) {
-			until = dm_forecast(dm, dmctx, seq, now);
-			int64_t ne = dm_next_event(dm);
-			if (ne > until)
-				until = ne;
-		}
-		sg_unlock();
-		if (done)
-			return;
+	int64_t now = sg_enter(dev);
+	int done = dm_ctx_gen(dm, dmctx) != gen || dm_op_done(dm, dmctx, seq, NULL) != 0;
+	if (!done) {
+		*until = dm_forecast(dm, dmctx, seq, now);
+		int64_t ne = dm_next_event(dm);
+		if (ne > *until)
+			*until = ne;
+	}
+	sg_unlock();
+	return done;
+}
+
+void sg_wait_op(int dev, int dmctx, uint32_t gen, uint64_t seq)
+{
+	int64_t until;
+	while (!op_done_or_until(dev, dmctx, gen, seq, &until)) {
 		if (until == DM_NEVER) {
 			/* Cannot happen with finite work; poll gently rather than hang hard. */
 			sleep_until(sg_now() + 1000000);
 			continue;
 		}
-		now = sg_now();
+		int64_t now = sg_now();
 		int64_t m = margin();
 		/* Wake at least every SG_WAIT_RECHECK_NS: a dead process's work may be
 		 * what we wait behind, and reaping it happens on some process's call. */
@@ -102,21 +107,9 @@ void sg_wait_op(int dev, int dmctx, uint32_t gen, uint64_t seq)
 
 void sg_wait_op_blocking(int dev, int dmctx, uint32_t gen, uint64_t seq)
 {
-	dm_device *dm = sg_dm(dev);
-	for (;;) {
-		int64_t now = sg_enter(dev);
-		int done = dm_ctx_gen(dm, dmctx) != gen || dm_op_done(dm, dmctx, seq, NULL) != 0;
-		int64_t until = 0;
-		if (!done) {
-			until = dm_forecast(dm, dmctx, seq, now);
-			int64_t ne = dm_next_event(dm);
-			if (ne > until)
-				until = ne;
-		}
-		sg_unlock();
-		if (done)
-			return;
-		now = sg_now();
+	int64_t until;
+	while (!op_done_or_until(dev, dmctx, gen, seq, &until)) {
+		int64_t now = sg_now();
 		if (until == DM_NEVER || until - now > SG_WAIT_RECHECK_NS)
 			until = now + SG_WAIT_RECHECK_NS;
 		sleep_until(until);
