@@ -8,8 +8,10 @@ import (
 	"os"
 	"os/user"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // A PriorityPolicy says which registrations may claim which priorities
@@ -22,6 +24,8 @@ import (
 //
 //	uid:1000        3    # a local user, by uid
 //	user:alice      0    # … or by name (looked up when the file is read)
+//	group:inference 1    # users in a group (primary or supplementary), by name
+//	gid:2000        1    # … or by gid
 //	key:batch-*     7    # a task key, as a path.Match pattern
 //	remote          5    # any hook whose uid the daemon cannot see
 //	*               5    # everyone else
@@ -31,12 +35,26 @@ import (
 // best 5, the hook's default.
 type PriorityPolicy struct {
 	Rules []PolicyRule
+	// groupsOf gives the groups of a uid's user (nil: the system's, read
+	// through os/user and kept for groupsTTL).
+	groupsOf func(uid uint32) []uint32
+	groups   map[uint32]cachedGroups
 }
+
+type cachedGroups struct {
+	gids []uint32
+	at   time.Time
+}
+
+// groupsTTL is how long a user's groups are kept: a change of membership
+// counts for registrations after that.
+const groupsTTL = time.Minute
 
 // PolicyRule is one line of a PriorityPolicy.
 type PolicyRule struct {
-	Kind  string // "uid", "key", "remote" or "*"
+	Kind  string // "uid", "gid", "key", "remote" or "*"
 	UID   uint32 // Kind uid
+	GID   uint32 // Kind gid
 	Key   string // Kind key: a path.Match pattern
 	Best  uint8  // the best priority allowed, 0–9
 	Line  int    // in the file (0: built in)
@@ -108,13 +126,29 @@ func ParsePolicy(r io.Reader) (*PriorityPolicy, error) {
 				return nil, fmt.Errorf("%w: line %d: user %s has uid %q", ErrPolicy, n, arg, u.Uid)
 			}
 			rule.Kind, rule.UID = "uid", uint32(uid)
+		case kind == "gid":
+			gid, err := strconv.ParseUint(arg, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("%w: line %d: gid %q", ErrPolicy, n, arg)
+			}
+			rule.Kind, rule.GID = "gid", uint32(gid)
+		case kind == "group":
+			g, err := user.LookupGroup(arg)
+			if err != nil {
+				return nil, fmt.Errorf("%w: line %d: %w", ErrPolicy, n, err)
+			}
+			gid, err := strconv.ParseUint(g.Gid, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("%w: line %d: group %s has gid %q", ErrPolicy, n, arg, g.Gid)
+			}
+			rule.Kind, rule.GID = "gid", uint32(gid)
 		case kind == "key" && arg != "":
 			if _, err := path.Match(arg, ""); err != nil {
 				return nil, fmt.Errorf("%w: line %d: key pattern %q: %w", ErrPolicy, n, arg, err)
 			}
 			rule.Kind, rule.Key = "key", arg
 		default:
-			return nil, fmt.Errorf("%w: line %d: %q is not uid:N, user:NAME, key:PATTERN, remote or *", ErrPolicy, n, fs[0])
+			return nil, fmt.Errorf("%w: line %d: %q is not uid:N, user:NAME, gid:N, group:NAME, key:PATTERN, remote or *", ErrPolicy, n, fs[0])
 		}
 		p.Rules = append(p.Rules, rule)
 	}
@@ -141,6 +175,10 @@ func (p *PriorityPolicy) Allowed(uid uint32, known bool, key string) (uint8, *Po
 			if !known || uid != r.UID {
 				continue
 			}
+		case "gid":
+			if !known || !slices.Contains(p.groupsOfUID(uid), r.GID) {
+				continue
+			}
 		case "key":
 			if ok, _ := path.Match(r.Key, key); !ok {
 				continue
@@ -149,6 +187,32 @@ func (p *PriorityPolicy) Allowed(uid uint32, known bool, key string) (uint8, *Po
 		return r.Best, r
 	}
 	return 0, nil
+}
+
+// groupsOfUID is the groups of uid's user, cached for groupsTTL (none for
+// a uid without a user: it matches no group rule).
+func (p *PriorityPolicy) groupsOfUID(uid uint32) []uint32 {
+	if p.groupsOf != nil {
+		return p.groupsOf(uid)
+	}
+	if c, ok := p.groups[uid]; ok && time.Since(c.at) < groupsTTL {
+		return c.gids
+	}
+	var gids []uint32
+	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
+		if ids, err := u.GroupIds(); err == nil {
+			for _, id := range ids {
+				if g, err := strconv.ParseUint(id, 10, 32); err == nil {
+					gids = append(gids, uint32(g))
+				}
+			}
+		}
+	}
+	if p.groups == nil || len(p.groups) > 1024 {
+		p.groups = map[uint32]cachedGroups{}
+	}
+	p.groups[uid] = cachedGroups{gids: gids, at: time.Now()}
+	return gids
 }
 
 // String is the policy as the daemon logs it at start-up.

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -67,6 +68,39 @@ user:root    0
 	}
 	if _, err := LoadPolicy(filepath.Join(t.TempDir(), "missing")); !errors.Is(err, ErrPolicy) {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// Group rules match a uid whose user is in the group, primary or
+// supplementary; a uid the daemon cannot see, or without a user, matches
+// none.
+func TestPolicyGroups(t *testing.T) {
+	p, err := ParsePolicy(strings.NewReader("gid:2000 1\ngroup:root 2\n* 6"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Rules[1].Kind != "gid" || p.Rules[1].GID != 0 {
+		t.Fatalf("group:root parsed as %+v", p.Rules[1])
+	}
+	p.groupsOf = func(uid uint32) []uint32 {
+		return map[uint32][]uint32{1000: {1000, 2000}, 1001: {1001}, 0: {0}}[uid]
+	}
+	for _, c := range []struct {
+		uid   uint32
+		known bool
+		want  uint8
+	}{{1000, true, 1}, {1001, true, 6}, {0, true, 2}, {1000, false, 6}, {4242, true, 6}} {
+		if got, _ := p.Allowed(c.uid, c.known, "svc"); got != c.want {
+			t.Errorf("Allowed(uid %d, known %v) = %d, want %d", c.uid, c.known, got, c.want)
+		}
+	}
+	// The system's groups: root's user is in group root.
+	sys := &PriorityPolicy{}
+	if gids := sys.groupsOfUID(0); !slices.Contains(gids, 0) {
+		t.Errorf("root's groups %v lack gid 0", gids)
+	}
+	if gids := sys.groupsOfUID(0x7ffffff0); len(gids) != 0 {
+		t.Errorf("a uid without a user has groups %v", gids)
 	}
 }
 
