@@ -146,6 +146,11 @@ func TestRegisterGrantAndHold(t *testing.T) {
 	// dead-after (80 ms) dropped it before its second request, which then
 	// drew Error(unknown task) instead of holds.
 	cfg.DeadAfter, cfg.HeartbeatInterval = int64(10*time.Second), int64(time.Second)
+	// A loaded host can stall the test's process past the default holder
+	// TTL (1 s): the deadline tick then ran before the holder's queued
+	// launch reports, the waiter was elected holder and its request
+	// granted (1 run in 10 of a make test loop).
+	cfg.HolderTTL = int64(10 * time.Second)
 	// No credit: a first grant with credit covers the waiter's next seq,
 	// and a request within credit is (rightly) neither held nor granted,
 	// so whether the test saw holds depended on the window's room.
