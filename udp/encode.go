@@ -53,9 +53,10 @@ func Append(dst []byte, m Message) ([]byte, error) {
 	return e.append(dst, t, messages[t].fields)
 }
 
+// clear forgets the message: a put writes only its own fields, so what a
+// previous message left in the others would be read as set.
 func (e *encoder) clear() {
-	e.v.s = [maxFields]string{}
-	e.v.r = nil
+	e.v = values{}
 	e.w.b = nil
 }
 

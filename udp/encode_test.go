@@ -1,6 +1,7 @@
 package udp
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -187,6 +188,24 @@ func TestStrings(t *testing.T) {
 	} {
 		if v.got != v.want {
 			t.Errorf("got %q, want %q", v.got, v.want)
+		}
+	}
+}
+
+// Append's pooled state must not carry one message's fields into the next:
+// a Register's hook_flags (field 6) left behind made the next RegisterAck
+// without a board encode an empty board (field 6, a string) — a longer,
+// non-canonical datagram, now and then (the pool decides).
+func TestAppendForgetsThePreviousMessage(t *testing.T) {
+	want := mustHex(t, "9801080101010164cd03e8")
+	ack := &RegisterAck{Seq: 1, TaskID: 1, Role: RoleHolder, Phase: PhaseProfiling, ProfileRuns: 100, HeartbeatMS: 1000}
+	for i := 0; i < 100; i++ {
+		if _, err := Append(nil, &Register{Seq: 1, TaskKey: "k", HookFlags: 5, Priority: 1}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := Append(nil, ack)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("after a Register, RegisterAck encodes to %x, %v; want %x", got, err, want)
 		}
 	}
 }

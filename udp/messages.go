@@ -274,10 +274,19 @@ func required(sch []field) int {
 // of them is the same bytes as before they were added.
 func present(sch []field, v *values) []field {
 	n := len(sch)
-	for n > 0 && sch[n-1].opt && v.u[n-1] == 0 && v.s[n-1] == "" {
+	for n > 0 && sch[n-1].opt && v.zero(n-1, sch[n-1].kind) {
 		n--
 	}
 	return sch[:n]
+}
+
+// zero reports whether field i, of kind k, is zero: only the part of v
+// that a field of its kind uses counts.
+func (v *values) zero(i int, k kind) bool {
+	if k == kStr {
+		return v.s[i] == ""
+	}
+	return v.u[i] == 0
 }
 
 // messageDef is one row of the protocol: everything about a message type
