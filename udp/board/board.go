@@ -261,11 +261,12 @@ func (b *Board) Waiting(task, seq uint32) bool {
 	return b.word32(o+offSlotTask).Load() == task && b.word32(o+offSlotWait).Load() == seq
 }
 
-// Grant answers request seq of task in its slot: launch, then credit more
-// without asking, within the gate (seen, expires: as the Grant message's).
-func (b *Board) Grant(task, seq, credit uint32, seen, expires uint64) {
+// Grant answers request seq of task in its slot — launch, then credit more
+// without asking, within the gate (seen, expires: as the Grant message's) —
+// if a thread waits there for it, and reports whether one did.
+func (b *Board) Grant(task, seq, credit uint32, seen, expires uint64) bool {
 	if !b.Waiting(task, seq) {
-		return
+		return false
 	}
 	o := slotOff(task)
 	b.word32(o + offSlotCredit).Store(credit)
@@ -273,16 +274,19 @@ func (b *Board) Grant(task, seq, credit uint32, seen, expires uint64) {
 	b.word(o + offSlotExpires).Store(expires)
 	b.word32(o + offSlotGrant).Store(seq) // last: the hook reads it first
 	b.bump(o)
+	return true
 }
 
-// Hold tells the thread waiting for request seq of task to keep waiting.
-func (b *Board) Hold(task, seq uint32, now int64) {
+// Hold tells the thread waiting in task's slot for request seq to keep
+// waiting, if one does, and reports whether one did.
+func (b *Board) Hold(task, seq uint32, now int64) bool {
 	if !b.Waiting(task, seq) {
-		return
+		return false
 	}
 	o := slotOff(task)
 	b.word(o + offSlotHold).Store(uint64(now))
 	b.bump(o)
+	return true
 }
 
 const futexWake = 1 // FUTEX_WAKE, not private: other processes wait

@@ -250,8 +250,8 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 	if demoted != "" {
 		s.replyError(src, udp.CodeInvalidValue, uint32(id), demoted)
 	}
-	if ta := s.tasks[id]; ta.boardGPU >= 0 {
-		ta.slot = s.board.Claim(uint32(id))
+	if section >= 0 {
+		s.tasks[id].slot = s.board.Claim(uint32(id))
 	}
 	phase := "profiling"
 	if prof != nil && prof.Phase == profiler.PhaseSharing {
@@ -365,10 +365,9 @@ func (s *Server) flush() {
 		}
 		delete(ta.reqs, g.Seq)
 		gate := s.wireGate(ta, g.Gate)
-		if ta.slot && s.board.Waiting(uint32(g.Task), g.Seq) {
-			// The hook's thread waits in its slot: the answer goes there,
-			// with a futex wake instead of a datagram.
-			s.board.Grant(uint32(g.Task), g.Seq, g.Credit, gate.SeenNS, gate.ExpiresNS)
+		if ta.slot && s.board.Grant(uint32(g.Task), g.Seq, g.Credit, gate.SeenNS, gate.ExpiresNS) {
+			// The hook's thread waited in its slot: answered there, with a
+			// futex wake instead of a datagram.
 			s.met.boardAnswers.Inc()
 			continue
 		}
@@ -377,8 +376,7 @@ func (s *Server) flush() {
 	for _, h := range r.Holds {
 		if ta := s.tasks[h.Task]; ta != nil {
 			if dst, ok := ta.reqs[h.Seq]; ok {
-				if ta.slot && s.board.Waiting(uint32(h.Task), h.Seq) {
-					s.board.Hold(uint32(h.Task), h.Seq, s.now())
+				if ta.slot && s.board.Hold(uint32(h.Task), h.Seq, s.now()) {
 					s.met.boardAnswers.Inc()
 					continue
 				}
