@@ -87,10 +87,10 @@ func (a *Authenticator) Open(b []byte, dir Direction) ([]byte, error) {
 	if len(b) > MaxDatagram {
 		return nil, fmt.Errorf("%d bytes: %w", len(b), ErrTooLarge)
 	}
-	n := len(b) - TrailerSize
-	if n < 1 || b[n] != 0xc4 || b[n+1] != MACSize {
+	if !HasTrailer(b) {
 		return nil, fmt.Errorf("no MAC: %w", ErrUnauthenticated)
 	}
+	n := len(b) - TrailerSize
 	if !hmac.Equal(a.tag(b[:n], dir), b[n+2:]) {
 		return nil, fmt.Errorf("wrong MAC: %w", ErrUnauthenticated)
 	}

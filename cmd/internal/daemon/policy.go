@@ -110,38 +110,16 @@ func ParsePolicy(r io.Reader) (*PriorityPolicy, error) {
 		switch {
 		case fs[0] == "*" || fs[0] == "remote":
 			rule.Kind = fs[0]
-		case kind == "uid":
-			uid, err := strconv.ParseUint(arg, 10, 32)
-			if err != nil {
-				return nil, fmt.Errorf("%w: line %d: uid %q", ErrPolicy, n, arg)
-			}
-			rule.Kind, rule.UID = "uid", uint32(uid)
-		case kind == "user":
-			u, err := user.Lookup(arg)
+		case kind == "uid" || kind == "user" || kind == "gid" || kind == "group":
+			id, err := ruleID(kind, arg)
 			if err != nil {
 				return nil, fmt.Errorf("%w: line %d: %w", ErrPolicy, n, err)
 			}
-			uid, err := strconv.ParseUint(u.Uid, 10, 32)
-			if err != nil {
-				return nil, fmt.Errorf("%w: line %d: user %s has uid %q", ErrPolicy, n, arg, u.Uid)
+			if kind == "uid" || kind == "user" {
+				rule.Kind, rule.UID = "uid", id
+			} else {
+				rule.Kind, rule.GID = "gid", id
 			}
-			rule.Kind, rule.UID = "uid", uint32(uid)
-		case kind == "gid":
-			gid, err := strconv.ParseUint(arg, 10, 32)
-			if err != nil {
-				return nil, fmt.Errorf("%w: line %d: gid %q", ErrPolicy, n, arg)
-			}
-			rule.Kind, rule.GID = "gid", uint32(gid)
-		case kind == "group":
-			g, err := user.LookupGroup(arg)
-			if err != nil {
-				return nil, fmt.Errorf("%w: line %d: %w", ErrPolicy, n, err)
-			}
-			gid, err := strconv.ParseUint(g.Gid, 10, 32)
-			if err != nil {
-				return nil, fmt.Errorf("%w: line %d: group %s has gid %q", ErrPolicy, n, arg, g.Gid)
-			}
-			rule.Kind, rule.GID = "gid", uint32(gid)
 		case kind == "key" && arg != "":
 			if _, err := path.Match(arg, ""); err != nil {
 				return nil, fmt.Errorf("%w: line %d: key pattern %q: %w", ErrPolicy, n, arg, err)
@@ -156,6 +134,31 @@ func ParsePolicy(r io.Reader) (*PriorityPolicy, error) {
 		return nil, fmt.Errorf("%w: %w", ErrPolicy, err)
 	}
 	return p, nil
+}
+
+// ruleID is the number a uid:, user:, gid: or group: rule names: given, or
+// looked up by name.
+func ruleID(kind, arg string) (uint32, error) {
+	num := arg
+	switch kind {
+	case "user":
+		u, err := user.Lookup(arg)
+		if err != nil {
+			return 0, err
+		}
+		num = u.Uid
+	case "group":
+		g, err := user.LookupGroup(arg)
+		if err != nil {
+			return 0, err
+		}
+		num = g.Gid
+	}
+	id, err := strconv.ParseUint(num, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("%s:%s: id %q is not a number", kind, arg, num)
+	}
+	return uint32(id), nil
 }
 
 // Allowed is the best priority a registration may have: of the task key
