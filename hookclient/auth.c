@@ -185,8 +185,13 @@ long fk_read_key_file(const char *path, uint8_t *key, size_t cap, int *loose, ch
 		close(fd);
 		return -1;
 	}
-	for (;;) {
-		ssize_t r = read(fd, key + n, cap - (size_t)n);
+	if (st.st_size > (off_t)cap) {
+		snprintf(err, errcap, "%s holds more than %zu bytes", path, cap);
+		close(fd);
+		return -1;
+	}
+	while (n < (long)st.st_size) {
+		ssize_t r = read(fd, key + n, (size_t)st.st_size - (size_t)n);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
@@ -195,18 +200,8 @@ long fk_read_key_file(const char *path, uint8_t *key, size_t cap, int *loose, ch
 			return -1;
 		}
 		if (r == 0)
-			break;
+			break; /* cut while we read: what was there is the key */
 		n += r;
-		if ((size_t)n == cap) {
-			uint8_t extra;
-			if (read(fd, &extra, 1) > 0 || n > FK_KEY_FILE_MAX) {
-				snprintf(err, errcap, "%s holds more than %d bytes", path,
-					 (int)(cap < FK_KEY_FILE_MAX ? cap : FK_KEY_FILE_MAX));
-				close(fd);
-				return -1;
-			}
-			break;
-		}
 	}
 	close(fd);
 	while (n > 0 && (key[n - 1] == ' ' || key[n - 1] == '\t' || key[n - 1] == '\r' || key[n - 1] == '\n'))
