@@ -155,10 +155,11 @@ func (g *gpu) noteLevel(p uint8, at int64) {
 // latest launch is newer than the core knew has active tasks, which may
 // make them the holders at once (the lower holder's hook, seeing the same
 // launch, has stopped launching unasked and asks; it must not be told to
-// go on as a holder before the better task's reports arrive). Times after
-// now are not believed.
+// go on as a holder before the better task's reports arrive); a holder's
+// launch newer than its reports is an early stop (holderSighted). Times
+// after now are not believed.
 func (n *Node) boardObserved(g *gpu, levels [10]int64) {
-	changed := false
+	changed, stopped := false, false
 	for p, at := range levels {
 		at = mini(at, n.now)
 		if at <= g.levelAt[p] {
@@ -166,15 +167,43 @@ func (n *Node) boardObserved(g *gpu, levels [10]int64) {
 		}
 		g.levelAt[p] = at
 		for _, u := range g.tasks {
-			if int(u.prio) == p && u.lastActive < at {
+			if int(u.prio) != p {
+				continue
+			}
+			if u.lastActive < at {
 				u.lastActive = at
 				changed = changed || u.role != RoleHolder
+			}
+			if u.role == RoleHolder && at > maxi(u.lastLaunch, u.sighted) {
+				n.holderSighted(u, at)
+				stopped = true
 			}
 		}
 	}
 	if changed {
 		n.stats.BoardElections++
 		n.electHolders(g, nil)
+	}
+	if changed || stopped {
 		n.schedule(g)
 	}
+}
+
+// holderSighted: the board shows holder h launched at at, later than any
+// launch of h the core has heard of. The report is on its way (on a busy
+// host, hundreds of µs behind); until it comes the sighting is the early
+// stop. Without it a waiter that asks because its hook saw the launch was
+// granted against that very launch — the grant's gate is the latest launch
+// the core knows, the board's — and its kernels joined the holder's run.
+func (n *Node) holderSighted(h *task, at int64) {
+	g := h.gpu
+	h.sighted = at
+	h.nextLaunch = 0 // what was predicted has come
+	n.stats.BoardStops++
+	if g.window.open && n.now < g.window.end {
+		n.stats.EarlyStops++
+	}
+	n.updateWindow(g)
+	g.idle = false
+	n.revokeCredit(g)
 }

@@ -142,7 +142,8 @@ type TaskWatched struct {
 // shows Levels[p], the latest launch or launch request a hook of priority
 // p wrote there. The daemon steps it before a launch request of a hook on
 // its host: a better priority's launches may show there before their
-// reports arrive, and a task of that priority is then active (it holds).
+// reports arrive, and a task of that priority is then active (it holds);
+// a holder's launch newer than its reports is an early stop.
 type BoardObserved struct {
 	Now    int64
 	Task   TaskID

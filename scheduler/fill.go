@@ -324,11 +324,13 @@ func (n *Node) idleAt(g *gpu) int64 {
 			return 0 // never idle-fill around a profiling holder
 		}
 		ref := maxi(maxi(h.lastLaunch, h.runEnd), h.registered)
+		th := n.idleThreshold(h)
+		sighted := h.sighted > ref
+		ref = maxi(ref, h.sighted)
 		if h.nextLaunch > 0 {
 			ref = maxi(ref, h.nextLaunch) // a predicted window comes first
 		}
-		th := n.idleThreshold(h)
-		if h.inRun {
+		if h.inRun || sighted {
 			// Silence is evidence only once the holder's launch reports
 			// could have arrived: add how late they have been coming.
 			th = maxi(th, n.cfg.RunIdle+h.lag)

@@ -456,6 +456,7 @@ type Stats struct {
 	TopUps                              uint64 // credit renewed without a request
 	Windows, IdlePeriods, EarlyStops    uint64
 	BoardElections                      uint64 // the board showed a better priority active before its reports came
+	BoardStops                          uint64 // the board showed a holder's launch before its report came
 	GrantedNs                           int64  // predicted low-priority GPU time granted
 	UnscheduledLaunches, LostNotifies   uint64
 	ReorderedNotifies                   uint64 // arrived after a later seq: late, not lost

@@ -58,6 +58,9 @@ type task struct {
 	runStart    int64
 	runEnd      int64 // time of the last RunEnd
 	lag         int64 // how late its launch reports arrive (decaying max)
+	// sighted is the latest launch of this holder that the board showed
+	// before its report came (boardObserved).
+	sighted int64
 	// runGaps are recent times from a run end to the next run's first
 	// launch, runStarts recent intervals between run starts.
 	runGaps, runStarts recent

@@ -199,3 +199,43 @@ func TestBoardSlotAnswers(t *testing.T) {
 		t.Fatal("the goodbye did not free the slot")
 	}
 }
+
+// TestBoardEarlyStop: a holder's launch that the board shows before its
+// report comes ends the window a waiter was filling. The waiter's hook, seeing
+// the launch, asks; that request waits instead of being granted against the
+// very launch it saw.
+func TestBoardEarlyStop(t *testing.T) {
+	st := store.NewMemory()
+	for _, k := range []string{"hp", "lp"} {
+		if err := st.Put(sharingProfile(t, k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := scheduler.DefaultConfig()
+	cfg.DeadAfter, cfg.HeartbeatInterval = int64(10*time.Second), int64(time.Second)
+	// Nothing but the board may end the window (kernel 7's 20 ms gap) or
+	// make the holder idle while the test looks.
+	cfg.IdleFloor, cfg.RunIdle, cfg.HolderTTL = int64(10*time.Second), int64(10*time.Second), int64(10*time.Second)
+	cfg.MaxCredit = 0
+	s := startServerWith(t, Config{Listen: "127.0.0.1:0", Store: st, Scheduler: cfg, Board: filepath.Join(t.TempDir(), "board")})
+	hp, lp, req := newFakeHook(t, s), newFakeHook(t, s), newFakeHook(t, s)
+	ha, la := hp.register("hp", 0), lp.register("lp", 5)
+
+	hp.send(&udp.LaunchNotify{TaskID: ha.TaskID, Seq: 1, KernelID: 99})
+	hp.send(&udp.LaunchNotify{TaskID: ha.TaskID, Seq: 2, KernelID: 7})
+	req.send(&udp.LaunchRequest{TaskID: la.TaskID, Seq: 1, KernelID: 5})
+	if g := recvType[*udp.Grant](t, req, 5*time.Second); g.Seq != 1 || g.ExpiresNS == 0 {
+		t.Fatalf("grant %+v, want seq 1 into the window (with its end)", g)
+	}
+
+	boardOf(t, s).Note(0, 0, monotonic()) // the holder is back; its report is late
+	req.send(&udp.LaunchRequest{TaskID: la.TaskID, Seq: 2, KernelID: 5})
+	for m := req.recv(200 * time.Millisecond); m != nil; m = req.recv(50 * time.Millisecond) {
+		if g, ok := m.(*udp.Grant); ok {
+			t.Fatalf("granted %+v though the board showed the holder back", g)
+		}
+	}
+	if n := s.Status().Stats.BoardStops; n != 1 {
+		t.Errorf("board early stops %d, want 1", n)
+	}
+}

@@ -109,7 +109,13 @@ func (s *Server) handle(b []byte, src netip.AddrPort) {
 			if s.board != nil && ta.boardGPU >= 0 {
 				// A better priority's launch may be on the board before
 				// its report is here: the hook asks because it saw one.
-				s.step(scheduler.BoardObserved{Now: now, Task: id, Levels: board.Sane(s.board.Levels(ta.boardGPU), now)}, src)
+				// The clock is read after the board: a holder launching
+				// every few µs noted a launch after this datagram's
+				// handling began, and a time after that now was dropped
+				// as untruthful, with it the launch it stood for.
+				lv := s.board.Levels(ta.boardGPU)
+				seen := s.now()
+				s.step(scheduler.BoardObserved{Now: seen, Task: id, Levels: board.Sane(lv, seen)}, src)
 			}
 		}
 		if !s.step(scheduler.LaunchRequested{Now: now, Task: id, Seq: m.Seq, Kernel: m.KernelID}, src) && ta != nil {

@@ -86,6 +86,8 @@ func newMetrics(s *Server) *metrics {
 			stat(func(st scheduler.Stats) float64 { return float64(st.GrantedNs) / 1e9 })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_early_stops_total", Help: "Fill windows closed early by a holder launch."},
 			stat(func(st scheduler.Stats) float64 { return float64(st.EarlyStops) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_board_early_stops_total", Help: "Holder launches seen on the board before their reports came (each an early stop)."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.BoardStops) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_lost_notifications_total", Help: "Launch notifications that never arrived (still missing after 64 later ones)."},
 			stat(func(st scheduler.Stats) float64 { return float64(st.LostNotifies) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_reordered_notifications_total", Help: "Launch notifications that arrived after a later one (late, not lost)."},

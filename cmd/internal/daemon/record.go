@@ -163,6 +163,7 @@ func (r *recorder) stepped(ev scheduler.Event, core *scheduler.Node) {
 			ErrNs: st.PredictionErrNs - r.stats.PredictionErrNs, AbsErrNs: st.PredictionAbsErrNs - r.stats.PredictionAbsErrNs})
 	}
 	early := st.EarlyStops > r.stats.EarlyStops
+	sighted := st.BoardStops > r.stats.BoardStops
 	r.stats = st
 	r.next = core.FillStates(r.next[:0])
 	for _, f := range r.next {
@@ -177,6 +178,8 @@ func (r *recorder) stepped(ev scheduler.Event, core *scheduler.Node) {
 			rec := decisions.Record{T: now, Kind: decisions.KindWindowEnd, GPU: f.GPU, Start: old.WindowStart, End: old.WindowEnd}
 			holderLaunch := launchAt != 0 && r.tasks[task] != nil && r.tasks[task].holder
 			switch {
+			case sighted:
+				rec.Reason = "board"
 			case early && launchAt != 0:
 				rec.Reason, rec.T = "early_stop", launchAt
 			case holderLaunch && launchAt >= old.WindowEnd:
@@ -193,6 +196,9 @@ func (r *recorder) stepped(ev scheduler.Event, core *scheduler.Node) {
 		}
 		if f.Idle != old.Idle {
 			rec := decisions.Record{T: now, Kind: decisions.KindIdleEnd, GPU: f.GPU}
+			if sighted {
+				rec.Reason = "board"
+			}
 			if f.Idle {
 				rec.Kind, rec.CapNs = decisions.KindIdle, f.IdleCap
 			}

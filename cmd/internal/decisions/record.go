@@ -32,10 +32,12 @@ const (
 	// KindWindowEnd: that window (Start, End) closed at T. Reason
 	// "early_stop": a holder launched before End (T is that launch);
 	// "holder_launch": a holder launched at or after End; "expired": time
-	// passed End with nothing launched; "closed": the holders changed.
+	// passed End with nothing launched; "closed": the holders changed;
+	// "board": the board showed a holder's launch before its report came.
 	KindWindowEnd = "window_end"
 	// KindIdle: the holders of GPU count as idle from T: lower priorities
-	// run within CapNs of predicted backlog. KindIdleEnd: they are back.
+	// run within CapNs of predicted backlog. KindIdleEnd: they are back
+	// (Reason "board": the board showed it before their reports came).
 	KindIdle    = "idle"
 	KindIdleEnd = "idle_end"
 	// KindRun: Task's run Run ended (reported at T): Kernels launches,
