@@ -295,7 +295,9 @@ func (n *Node) updateWindow(g *gpu) {
 		w.start = maxi(w.start, h.busyUntil)
 		w.end = mini(w.end, h.nextLaunch)
 	}
-	if w.open && w.end-w.start >= n.cfg.MinGap {
+	// A window whose end has passed is none: the holder is late, not idle
+	// (counting it would add an opportunity, and a record, per report).
+	if w.open && w.end-w.start >= n.cfg.MinGap && w.end > n.now {
 		if !g.window.open || g.window.end != w.end {
 			n.stats.Windows++
 			g.opp++
