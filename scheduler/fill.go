@@ -410,7 +410,7 @@ func (n *Node) budgetLeft(g *gpu) int64 {
 		if h.role != RoleHolder {
 			continue
 		}
-		b := int64(n.cfg.DelayBudget * float64(h.meanJCT()))
+		b := int64(n.cfg.DelayBudget * float64(h.budgetJCT()))
 		used := h.delayUsed
 		if !h.inRun {
 			used = h.delayPending

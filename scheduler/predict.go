@@ -203,3 +203,14 @@ func (t *task) meanJCT() int64 {
 	}
 	return 0
 }
+
+// budgetJCT is the run time a holder's delay budget is a share of: its JCT
+// measured alone while profiled, else as observed. Not the observed one
+// first: it grows with the delay filling causes and with host contention,
+// and a budget that grows with the delay it bounds does not bound it.
+func (t *task) budgetJCT() int64 {
+	if t.est != nil && t.est.MeanJCTNs > 0 {
+		return t.est.MeanJCTNs
+	}
+	return t.jct
+}
