@@ -287,9 +287,14 @@ size_t fk_seal(uint8_t *buf, size_t len, size_t cap);
 size_t fk_open(const uint8_t *buf, size_t len);
 void fk_out_commit(size_t len);
 
-/* Waiter path: ask and wait for the grant; returns when the launch may go
- * (granted, or failed open). */
-void fk_waiter_request(fk_task *t, uint32_t seq, uint64_t kid);
+/* Waiter path: ask and wait for the grant; returns when the launch may go:
+ * 1 granted (the grant's gate is the task's), 0 failed open or told to stop
+ * waiting. use_slot: the answer may come in the task's board slot (a
+ * request asked again for the same seq goes by UDP: the slot still shows
+ * the first grant). */
+int fk_waiter_request(fk_task *t, uint32_t seq, uint64_t kid, int use_slot);
+/* How often a launch asks again after a grant the board shows stale. */
+#define FK_REASK_MAX 4
 
 /* ---- measurement (measure.c) ---- */
 

@@ -126,7 +126,22 @@ static inline int before(lstate *l, int slot, const fk_fn *fn, uintptr_t handle,
 			l->seq = atomic_fetch_add_explicit(&t->seq, 1, memory_order_relaxed) + 1;
 			if (bg) /* lower priorities see it before the daemon does */
 				fk_board_note(bg, fk_cfg.priority, fk_now_ns());
-			fk_waiter_request(t, l->seq, l->kid);
+			/* A grant is given on what the daemon knew. If the board
+			 * shows a better level launched since, the launch would
+			 * join that task's run (a request queued before the run
+			 * began is answered once the daemon's timers or this
+			 * task's own reports move it): ask again, once the daemon
+			 * has read the board it holds the request. Bounded, so a
+			 * daemon that keeps answering on a stale view is not
+			 * waited for without end. */
+			for (int ask = 0; fk_waiter_request(t, l->seq, l->kid, ask == 0) && bg && gate_closed(t, bg) &&
+					  ask < FK_REASK_MAX;
+			     ask++) {
+				fk_gate_closed(t);
+				if (FK_UNLIKELY(fk_log_level >= FK_LOG_DEBUG))
+					fk_log(FK_LOG_DEBUG, "launch %u: granted before a better priority's launch; asking again",
+					       l->seq);
+			}
 			l->flags = 0; /* the request announced it */
 			mode = atomic_load_explicit(&t->mode, memory_order_acquire);
 			if (mode == FK_MODE_PASS)

@@ -125,7 +125,7 @@ static void release_slot(fk_board_slot *sl, uint32_t seq)
  * connection) still come by UDP. */
 #define SLOT_POLL_NS 2000000u
 
-enum { REPLY_NONE, REPLY_HOLD, REPLY_DONE };
+enum { REPLY_NONE, REPLY_HOLD, REPLY_DONE, REPLY_GRANTED };
 
 /* One datagram on the request's socket: a Grant for seq (launch), a Hold
  * (keep waiting) or an Error (stop waiting). */
@@ -138,7 +138,7 @@ static int on_reply(fk_task *t, uint32_t id, uint32_t seq, uint8_t *buf, size_t 
 	if (m.type == FK_MSG_GRANT && m.seq == seq) {
 		fk_credit_grant(t, m.seq, m.credit, m.seen_ns, m.expires_ns);
 		atomic_store(&t->backoff_ms, 0);
-		return REPLY_DONE;
+		return REPLY_GRANTED;
 	}
 	if (m.type == FK_MSG_HOLD && m.seq == seq)
 		return REPLY_HOLD;
@@ -163,11 +163,11 @@ static int slot_granted(fk_task *t, fk_board_slot *sl, uint32_t seq)
 	return 1;
 }
 
-void fk_waiter_request(fk_task *t, uint32_t seq, uint64_t kid)
+int fk_waiter_request(fk_task *t, uint32_t seq, uint64_t kid, int use_slot)
 {
 	int fd = thread_socket();
 	if (fd < 0)
-		return;
+		return 0;
 	uint8_t buf[2048];
 	ssize_t r;
 	while (recv(fd, buf, sizeof buf, MSG_DONTWAIT) > 0)
@@ -176,7 +176,7 @@ void fk_waiter_request(fk_task *t, uint32_t seq, uint64_t kid)
 	fk_who who = fk_who_of(t);
 	uint32_t id = who.id;
 	/* Before the request goes: the daemon looks for it when it answers. */
-	fk_board_slot *sl = claim_slot(t, id, seq);
+	fk_board_slot *sl = use_slot ? claim_slot(t, id, seq) : NULL;
 	uint64_t hold_seen = sl ? atomic_load_explicit(&sl->hold_ns, memory_order_relaxed) : 0;
 	size_t len = fk_enc_launch(buf, sizeof buf - FK_MAC_TRAILER, FK_MSG_LAUNCH_REQUEST, who, seq, kid);
 	len = fk_seal(buf, len, sizeof buf);
@@ -184,7 +184,7 @@ void fk_waiter_request(fk_task *t, uint32_t seq, uint64_t kid)
 		release_slot(sl, seq);
 		if (errno == ECONNREFUSED)
 			lost(t, gen);
-		return;
+		return 0;
 	}
 	const uint64_t wait_ns = (uint64_t)fk_cfg.grant_timeout_ms * 1000000u;
 	uint64_t deadline = fk_now_ns() + wait_ns;
@@ -197,7 +197,7 @@ void fk_waiter_request(fk_task *t, uint32_t seq, uint64_t kid)
 			slot_gen = atomic_load_explicit(&sl->gen, memory_order_acquire);
 			if (slot_granted(t, sl, seq)) {
 				release_slot(sl, seq);
-				return;
+				return 1;
 			}
 			uint64_t h = atomic_load_explicit(&sl->hold_ns, memory_order_relaxed);
 			if (h != hold_seen) {
@@ -210,7 +210,7 @@ void fk_waiter_request(fk_task *t, uint32_t seq, uint64_t kid)
 		if (now >= deadline) {
 			release_slot(sl, seq);
 			fail_open(t, gen, "no grant from the scheduler in time");
-			return;
+			return 0;
 		}
 		uint64_t wait = deadline - now;
 		if (sl) {
@@ -220,9 +220,9 @@ void fk_waiter_request(fk_task *t, uint32_t seq, uint64_t kid)
 				if (r < 0)
 					break;
 				int a = on_reply(t, id, seq, buf, (size_t)r);
-				if (a == REPLY_DONE) {
+				if (a >= REPLY_DONE) {
 					release_slot(sl, seq);
-					return;
+					return a == REPLY_GRANTED;
 				}
 				if (a == REPLY_HOLD)
 					deadline = fk_now_ns() + wait_ns;
@@ -230,7 +230,7 @@ void fk_waiter_request(fk_task *t, uint32_t seq, uint64_t kid)
 			if (errno == ECONNREFUSED) {
 				release_slot(sl, seq);
 				lost(t, gen);
-				return;
+				return 0;
 			}
 			if (wait > SLOT_POLL_NS)
 				wait = SLOT_POLL_NS;
@@ -246,13 +246,13 @@ void fk_waiter_request(fk_task *t, uint32_t seq, uint64_t kid)
 		if (r < 0) {
 			if (errno == ECONNREFUSED) {
 				lost(t, gen);
-				return;
+				return 0;
 			}
 			continue;
 		}
 		int a = on_reply(t, id, seq, buf, (size_t)r);
-		if (a == REPLY_DONE)
-			return;
+		if (a >= REPLY_DONE)
+			return a == REPLY_GRANTED;
 		if (a == REPLY_HOLD)
 			deadline = fk_now_ns() + wait_ns;
 	}

@@ -13,10 +13,13 @@ import (
 // it is fresh (docs/design.md "Board"). A waiter's credit goes unused, and
 // each launch asks, once a better priority launched on the board after
 // what the grant was given against, or once the grant expired; with
-// FIKIT_BOARD=off the board is not looked at. A holder of lower priority
-// (the better one idle past its TTL) asks for every launch once the better
-// one launches on the board.
+// FIKIT_BOARD=off the board is not looked at. A grant that is stale on
+// arrival is asked for again (the daemon reads the board first), at most
+// FK_REASK_MAX times. A holder of lower priority (the better one idle past
+// its TTL) asks for every launch once the better one launches on the
+// board.
 func TestHookGate(t *testing.T) {
+	const reaskMax = 4 // FK_REASK_MAX (hookclient/hook.h)
 	launcher := requireBins(t, "hook-launcher")[0]
 	type want int
 	const (
@@ -35,9 +38,18 @@ func TestHookGate(t *testing.T) {
 		// spoil, if set, breaks the board after the better launch: the
 		// hook then goes by UDP alone (and uses its credit).
 		spoil func(t *testing.T, path string)
+		// fresh: the fake daemon answers a request asked again against
+		// now; asks: the requests each asking launch makes.
+		fresh bool
+		asks  int
 	}{
 		{name: "fresh", board: true, gate: udp.Gate{SeenNS: uint64(monoNow())}, want: useCredit},
-		{name: "better launched", board: true, better: true, gate: udp.Gate{SeenNS: 1}, want: askEach},
+		// The grant against now that the second ask gets is fresh: its
+		// credit is used.
+		{name: "better launched", board: true, better: true, gate: udp.Gate{SeenNS: 1}, fresh: true, want: useCredit,
+			asks: 2},
+		{name: "better launched, the daemon never learns", board: true, better: true, gate: udp.Gate{SeenNS: 1},
+			want: askEach, asks: 1 + reaskMax},
 		{name: "better launched, board off", board: true, better: true, gate: udp.Gate{SeenNS: 1},
 			env: []string{"FIKIT_BOARD=off"}, want: useCredit},
 		{name: "board removed", board: true, better: true, gate: udp.Gate{SeenNS: 1}, want: useCredit,
@@ -56,7 +68,8 @@ func TestHookGate(t *testing.T) {
 	const credit = 2
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p := schedPolicy{Role: udp.RoleWaiter, Phase: udp.PhaseSharing, Credit: credit, Gate: c.gate}
+			p := schedPolicy{Role: udp.RoleWaiter, Phase: udp.PhaseSharing, Credit: credit, Gate: c.gate,
+				FreshReasks: c.fresh}
 			if c.board {
 				p.Board = newBoard(t)
 			}
@@ -73,8 +86,12 @@ func TestHookGate(t *testing.T) {
 			_, ls := launchAll(t, sched, env, launcher, kernelsPTX(t), "direct", "4")
 			for i, l := range ls {
 				wantReq := c.want == askEach || i%(credit+1) == 0
-				if l.Seq != uint32(i+1) || l.Request != wantReq {
-					t.Errorf("launch %d: %+v, want seq %d request %v", i, l, i+1, wantReq)
+				wantAsks := 0
+				if wantReq {
+					wantAsks = max(c.asks, 1)
+				}
+				if l.Seq != uint32(i+1) || l.Request != wantReq || l.Asks != wantAsks {
+					t.Errorf("launch %d: %+v, want seq %d request %v asked %d times", i, l, i+1, wantReq, wantAsks)
 				}
 			}
 		})

@@ -37,9 +37,12 @@ type schedPolicy struct {
 	// from a daemon waiting for a CPU.
 	IgnoreRegisters int
 	// Board, if set, is named in every RegisterAck (the GPU's section
-	// taken at its first Register), and Gate is given with every Grant.
-	Board *board.Board
-	Gate  udp.Gate
+	// taken at its first Register), and Gate is given with every Grant —
+	// but with FreshReasks, a request for a seq asked before is granted
+	// against now, as the daemon's is after it read the board.
+	Board       *board.Board
+	Gate        udp.Gate
+	FreshReasks bool
 	// NoteAt: after this many launches heard, priority 0 launches on the
 	// board (a better task is back).
 	NoteAt int
@@ -66,12 +69,13 @@ type fakeSched struct {
 	prios    map[uint32]uint8
 	nextID   uint32
 	launches int
-	known    map[uint32]bool // task IDs the daemon remembers
-	forgot   bool            // ForgetAt has happened
-	regs     int             // Registers received
-	bad      []string        // datagrams that did not decode
-	section  int             // the board section of the last Register
-	noted    bool            // NoteAt has happened
+	known    map[uint32]bool    // task IDs the daemon remembers
+	forgot   bool               // ForgetAt has happened
+	regs     int                // Registers received
+	bad      []string           // datagrams that did not decode
+	section  int                // the board section of the last Register
+	noted    bool               // NoteAt has happened
+	asked    map[[2]uint32]bool // task, seq of every LaunchRequest
 	done     chan struct{}
 }
 
@@ -157,9 +161,21 @@ func (f *fakeSched) serve() {
 			}
 		case *udp.LaunchRequest:
 			task = m.TaskID
-			f.launches++
+			if f.asked == nil {
+				f.asked = map[[2]uint32]bool{}
+			}
+			k := [2]uint32{m.TaskID, m.Seq}
+			again := f.asked[k]
+			f.asked[k] = true
+			if !again {
+				f.launches++
+			}
 			if !f.policy.NoGrant {
-				reply = &udp.Grant{TaskID: m.TaskID, Seq: m.Seq, Credit: f.policy.Credit, Gate: f.policy.Gate}
+				g := &udp.Grant{TaskID: m.TaskID, Seq: m.Seq, Credit: f.policy.Credit, Gate: f.policy.Gate}
+				if again && f.policy.FreshReasks {
+					g.Gate = udp.Gate{SeenNS: uint64(monoNow())}
+				}
+				reply = g
 			}
 		case *udp.Heartbeat:
 			task = m.TaskID
@@ -216,22 +232,31 @@ type taskLaunch struct {
 	Seq      uint32
 	KernelID uint64
 	Request  bool
+	Asks     int // LaunchRequests for this seq (a stale grant's launch asks again)
 }
 
 // launchesByTask groups LaunchNotify, LaunchBatch and LaunchRequest per task
-// ID, in seq order.
+// ID, in seq order; a request for a seq asked before counts as one more ask
+// of that launch.
 func launchesByTask(msgs []recvd) map[uint32][]taskLaunch {
 	out := map[uint32][]taskLaunch{}
+	asked := map[[2]uint32]int{} // task, seq → index in out[task]
 	for _, r := range msgs {
 		switch m := r.Msg.(type) {
 		case *udp.LaunchNotify:
-			out[m.TaskID] = append(out[m.TaskID], taskLaunch{m.Seq, m.KernelID, false})
+			out[m.TaskID] = append(out[m.TaskID], taskLaunch{Seq: m.Seq, KernelID: m.KernelID})
 		case *udp.LaunchBatch:
 			for i, l := range m.Launches {
-				out[m.TaskID] = append(out[m.TaskID], taskLaunch{m.Seq + uint32(i), l.KernelID, false})
+				out[m.TaskID] = append(out[m.TaskID], taskLaunch{Seq: m.Seq + uint32(i), KernelID: l.KernelID})
 			}
 		case *udp.LaunchRequest:
-			out[m.TaskID] = append(out[m.TaskID], taskLaunch{m.Seq, m.KernelID, true})
+			k := [2]uint32{m.TaskID, m.Seq}
+			if i, ok := asked[k]; ok {
+				out[m.TaskID][i].Asks++
+				continue
+			}
+			asked[k] = len(out[m.TaskID])
+			out[m.TaskID] = append(out[m.TaskID], taskLaunch{Seq: m.Seq, KernelID: m.KernelID, Request: true, Asks: 1})
 		}
 	}
 	for _, ls := range out {
