@@ -21,14 +21,7 @@ import (
 // believes the board when a lower holder's request says a better task is
 // back before the better task's own reports do.
 func TestBoard(t *testing.T) {
-	st := store.NewMemory()
-	for _, k := range []string{"hp", "lp"} {
-		if err := st.Put(sharingProfile(t, k)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg := scheduler.DefaultConfig()
-	cfg.DeadAfter, cfg.HeartbeatInterval = int64(10*time.Second), int64(time.Second)
+	st, cfg := boardTestSetup(t)
 	cfg.IdleFloor = int64(10 * time.Second)
 	// Long enough that a loaded host does not expire the holder between
 	// its launch and the request the window is for (100 ms did).
@@ -205,14 +198,7 @@ func TestBoardSlotAnswers(t *testing.T) {
 // the launch, asks; that request waits instead of being granted against the
 // very launch it saw.
 func TestBoardEarlyStop(t *testing.T) {
-	st := store.NewMemory()
-	for _, k := range []string{"hp", "lp"} {
-		if err := st.Put(sharingProfile(t, k)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	cfg := scheduler.DefaultConfig()
-	cfg.DeadAfter, cfg.HeartbeatInterval = int64(10*time.Second), int64(time.Second)
+	st, cfg := boardTestSetup(t)
 	// Nothing but the board may end the window (kernel 7's 20 ms gap) or
 	// make the holder idle while the test looks.
 	cfg.IdleFloor, cfg.RunIdle, cfg.HolderTTL = int64(10*time.Second), int64(10*time.Second), int64(10*time.Second)
@@ -238,4 +224,18 @@ func TestBoardEarlyStop(t *testing.T) {
 	if n := s.Status().Stats.BoardStops; n != 1 {
 		t.Errorf("board early stops %d, want 1", n)
 	}
+}
+
+// boardTestSetup is a store with sharing profiles for the keys "hp" and
+// "lp", and a config under which no task is dropped while a test runs.
+func boardTestSetup(t *testing.T) (store.Store, scheduler.Config) {
+	st := store.NewMemory()
+	for _, k := range []string{"hp", "lp"} {
+		if err := st.Put(sharingProfile(t, k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := scheduler.DefaultConfig()
+	cfg.DeadAfter, cfg.HeartbeatInterval = int64(10*time.Second), int64(time.Second)
+	return st, cfg
 }
