@@ -137,7 +137,11 @@ static inline int before(lstate *l, int slot, const fk_fn *fn, uintptr_t handle,
 			for (int ask = 0; fk_waiter_request(t, l->seq, l->kid, ask == 0) && bg && gate_closed(t, bg) &&
 					  ask < FK_REASK_MAX;
 			     ask++) {
-				fk_gate_closed(t);
+				/* The stale grant's credit needs no taking back here:
+				 * each credit launch checks the gate, and marking it
+				 * revoked (fk_gate_closed) would make the answer to
+				 * this very seq look older than the revocation once
+				 * another thread has launched. */
 				if (FK_UNLIKELY(fk_log_level >= FK_LOG_DEBUG))
 					fk_log(FK_LOG_DEBUG, "launch %u: granted before a better priority's launch; asking again",
 					       l->seq);
