@@ -24,8 +24,9 @@ type Config struct {
 	// still runs, and share it with that work (time slices) instead of
 	// following it.
 	GrantLead int64
-	// DelayBudget is the share of a holder run's mean JCT that low-priority
-	// work may be expected to delay it (0.05 = 5 %).
+	// DelayBudget is the share of a holder's mean JCT alone (its profile's)
+	// that low-priority work may be expected to delay each of its runs
+	// (0.05 = 5 %).
 	DelayBudget float64
 	// IdleAlpha × the holder's typical gap (never less than IdleFloor) without
 	// a holder launch means the holder is idle.

@@ -55,7 +55,7 @@ var Settings = []Setting{
 	{Name: "inflight-budget", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
 		Help: "most predicted low-priority GPU time outstanding", field: func(c *Config) any { return &c.InflightBudget }},
 	{Name: "delay-budget", Kind: KindFloat, Min: 0, Max: 1,
-		Help: "share of a holder run's JCT that filling may delay it", field: func(c *Config) any { return &c.DelayBudget }},
+		Help: "share of a holder's JCT alone (its profile's) that filling may delay each of its runs", field: func(c *Config) any { return &c.DelayBudget }},
 	{Name: "idle-alpha", Kind: KindFloat, Min: 0, MinOpen: true, Max: 1000,
 		Help: "a holder is idle after this many typical gaps without a launch", field: func(c *Config) any { return &c.IdleAlpha }},
 	{Name: "idle-floor", Kind: KindDuration, Max: maxDuration,
