@@ -134,9 +134,8 @@ static inline int before(lstate *l, int slot, const fk_fn *fn, uintptr_t handle,
 			 * has read the board it holds the request. Bounded, so a
 			 * daemon that keeps answering on a stale view is not
 			 * waited for without end. */
-			for (int ask = 0; fk_waiter_request(t, l->seq, l->kid, ask == 0) && bg && gate_closed(t, bg) &&
-					  ask < FK_REASK_MAX;
-			     ask++) {
+			int granted = fk_waiter_request(t, l->seq, l->kid, 1);
+			for (int ask = 0; granted && bg && gate_closed(t, bg) && ask < FK_REASK_MAX; ask++) {
 				/* The stale grant's credit needs no taking back here:
 				 * each credit launch checks the gate, and marking it
 				 * revoked (fk_gate_closed) would make the answer to
@@ -145,6 +144,7 @@ static inline int before(lstate *l, int slot, const fk_fn *fn, uintptr_t handle,
 				if (FK_UNLIKELY(fk_log_level >= FK_LOG_DEBUG))
 					fk_log(FK_LOG_DEBUG, "launch %u: granted before a better priority's launch; asking again",
 					       l->seq);
+				granted = fk_waiter_request(t, l->seq, l->kid, 0);
 			}
 			l->flags = 0; /* the request announced it */
 			mode = atomic_load_explicit(&t->mode, memory_order_acquire);

@@ -196,14 +196,9 @@ func (n *Node) boardObserved(g *gpu, levels [10]int64) {
 // granted against that very launch — the grant's gate is the latest launch
 // the core knows, the board's — and its kernels joined the holder's run.
 func (n *Node) holderSighted(h *task, at int64) {
-	g := h.gpu
 	h.sighted = at
 	h.nextLaunch = 0 // what was predicted has come
 	n.stats.BoardStops++
-	if g.window.open && n.now < g.window.end {
-		n.stats.EarlyStops++
-	}
-	n.updateWindow(g)
-	g.idle = false
-	n.revokeCredit(g)
+	n.endFill(h.gpu, n.now)
+	n.revokeCredit(h.gpu)
 }

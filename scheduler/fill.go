@@ -202,12 +202,7 @@ func (n *Node) holderLaunch(h *task, k uint64, now int64, seq uint32) int64 {
 		h.delayUsed = h.delayPending
 		h.delayPending = 0
 	}
-	// Early stop: whatever window was open has ended now.
-	if g.window.open && now < g.window.end {
-		n.stats.EarlyStops++
-	}
-	g.window.open = false
-	g.idle = false
+	n.endFill(g, now)
 	if g.lpInWindow {
 		// Whatever the low-priority tasks may still launch on credit would
 		// now delay the holder: take it back.
@@ -243,6 +238,17 @@ func (n *Node) holderLaunch(h *task, k uint64, now int64, seq uint32) int64 {
 	}
 	n.updateWindow(g)
 	return dur
+}
+
+// endFill: a holder is back at time at (its launch, or the board's sight of
+// it), so whatever window or idle period g had is over — an early stop if
+// the window still had time left.
+func (n *Node) endFill(g *gpu, at int64) {
+	if g.window.open && at < g.window.end {
+		n.stats.EarlyStops++
+	}
+	g.window.open = false
+	g.idle = false
 }
 
 // holderRunEnded: a holder's run ended, so until its next launch the GPU is

@@ -110,8 +110,23 @@ func (b *Board) word(off int) *atomic.Uint64 {
 	return (*atomic.Uint64)(unsafe.Pointer(&b.mem[off]))
 }
 
-func (b *Board) word32(off int) *atomic.Uint32 {
-	return (*atomic.Uint32)(unsafe.Pointer(&b.mem[off]))
+func (b *Board) word32(off int) *atomic.Uint32 { return u32At(b.mem, off) }
+
+func u32At(mem []byte, off int) *atomic.Uint32 {
+	return (*atomic.Uint32)(unsafe.Pointer(&mem[off]))
+}
+
+const (
+	futexWait = 0 // FUTEX_WAIT
+	futexWake = 1 // FUTEX_WAKE
+)
+
+// futex is op on a word of the mapping, not a private futex: on a shared
+// file mapping the key is the file and offset, the same in every process
+// that maps it. ts bounds a wait (nil: none).
+func futex(w *atomic.Uint32, op int, val uint32, ts *unix.Timespec) {
+	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), uintptr(op), uintptr(val),
+		uintptr(unsafe.Pointer(ts)), 0, 0)
 }
 
 // GPU returns the section of the GPU with this UUID, taking a free one the
@@ -289,13 +304,9 @@ func (b *Board) Hold(task, seq uint32, now int64) bool {
 	return true
 }
 
-const futexWake = 1 // FUTEX_WAKE, not private: other processes wait
-
 // bump moves the slot's generation on and wakes whoever waits on it.
 func (b *Board) bump(o int) {
 	w := b.word32(o + offSlotGen)
 	w.Add(1)
-	// FUTEX_WAKE on a shared file mapping: the key is the file and offset,
-	// the same in every process that maps it.
-	_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWake, math.MaxInt32, 0, 0, 0)
+	futex(w, futexWake, math.MaxInt32, nil)
 }

@@ -6,7 +6,6 @@ import (
 	"os"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,9 +35,7 @@ func OpenWaiter(path string, gen uint64) (*Waiter, error) {
 	return &Waiter{mem: mem}, nil
 }
 
-func (w *Waiter) u32(task uint32, off int) *atomic.Uint32 {
-	return (*atomic.Uint32)(unsafe.Pointer(&w.mem[slotOff(task)+off]))
-}
+func (w *Waiter) u32(task uint32, off int) *atomic.Uint32 { return u32At(w.mem, slotOff(task)+off) }
 
 // Ask takes task's slot for request seq, before the request is sent; false
 // if the task does not own the slot or another request waits in it.
@@ -62,12 +59,9 @@ func (w *Waiter) Await(task, seq uint32, timeout time.Duration) (credit uint32, 
 			return 0, false
 		}
 		ts := unix.NsecToTimespec(int64(left))
-		_, _, _ = unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(gen)), futexWait, uintptr(g),
-			uintptr(unsafe.Pointer(&ts)), 0, 0)
+		futex(gen, futexWait, g, &ts)
 	}
 }
 
 // Close unmaps the board.
 func (w *Waiter) Close() error { return unix.Munmap(w.mem) }
-
-const futexWait = 0 // FUTEX_WAIT

@@ -196,11 +196,10 @@ func (r *recorder) stepped(ev scheduler.Event, core *scheduler.Node) {
 		}
 		if f.Idle != old.Idle {
 			rec := decisions.Record{T: now, Kind: decisions.KindIdleEnd, GPU: f.GPU}
-			if sighted {
-				rec.Reason = "board"
-			}
 			if f.Idle {
 				rec.Kind, rec.CapNs = decisions.KindIdle, f.IdleCap
+			} else if sighted {
+				rec.Reason = "board"
 			}
 			r.w.Add(rec)
 		}
