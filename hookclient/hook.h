@@ -229,6 +229,8 @@ void fk_inflight_push(fk_task *t, CUstream s);
 /* Attach the board a RegisterAck names (sender). */
 void fk_task_board(fk_task *t, const fk_msg_in *ack);
 void fk_task_set_unreachable(fk_task *t);
+/* Launches pass through un-hooked from now on; threads waiting to register wake. */
+void fk_task_set_pass(fk_task *t);
 void fk_tasks_reset_child(void);
 
 /* ---- the ring between launching threads and the sender ---- */

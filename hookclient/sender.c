@@ -587,8 +587,14 @@ static void at_exit(void)
 	pthread_mutex_unlock(&exit_mu);
 	int n = atomic_load(&fk_ntasks);
 	for (int i = 0; i < n; i++) {
-		if (atomic_load(&fk_tasks[i].state) != FK_ST_ACTIVE)
+		/* The task is gone for the daemon from here on: CUDA calls after
+		 * this handler (a framework's static destructors synchronize)
+		 * pass through unreported. Reported, they drew Error(unknown
+		 * task), and the exiting process registered anew. */
+		unsigned st = FK_ST_ACTIVE;
+		if (!atomic_compare_exchange_strong(&fk_tasks[i].state, &st, FK_ST_DISABLED))
 			continue;
+		fk_task_set_pass(&fk_tasks[i]);
 		uint8_t buf[64];
 		size_t len = fk_enc_task_only(buf, sizeof buf - FK_MAC_TRAILER, FK_MSG_GOODBYE, fk_who_of(&fk_tasks[i]));
 		len = fk_seal(buf, len, sizeof buf);

@@ -196,8 +196,13 @@ void fk_task_apply(fk_task *t, int role, int phase, uint32_t credit, uint64_t se
 
 void fk_task_set_unreachable(fk_task *t)
 {
-	atomic_store_explicit(&t->mode, FK_MODE_PASS, memory_order_release);
 	atomic_store(&t->state, FK_ST_UNREACHABLE);
+	fk_task_set_pass(t);
+}
+
+void fk_task_set_pass(fk_task *t)
+{
+	atomic_store_explicit(&t->mode, FK_MODE_PASS, memory_order_release);
 	pthread_mutex_lock(&t->mu);
 	pthread_cond_broadcast(&t->cv);
 	pthread_mutex_unlock(&t->mu);

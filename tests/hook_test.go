@@ -498,6 +498,48 @@ func TestHookSchedulerChanges(t *testing.T) {
 	}
 }
 
+// TestHookSilentAfterGoodbye: once the hook has said Goodbye at exit, the
+// process's later CUDA calls (a framework's teardown: PyTorch's static
+// destructors synchronize after the hook's atexit handler) pass through
+// unreported. Reporting them drew Error(unknown task) from the daemon, which
+// had let the task go, and the hook registered the exiting process anew (on
+// an H200, every PyTorch service registered twice).
+func TestHookSilentAfterGoodbye(t *testing.T) {
+	launcher := requireBins(t, "hook-launcher")[0]
+	sched := newFakeSched(t, schedPolicy{Role: udp.RoleHolder, Phase: udp.PhaseSharing})
+	env := hookEnv(t, uniqueShm(t), sched.Addr(), "FIKIT_CONNECT_TIMEOUT_MS=3000")
+	r := runCmd(t, hookTimeout, env, launcher, kernelsPTX(t), "exit-run", "3", "20000")
+	if r.ExitCode != 0 {
+		t.Fatalf("launcher: %v", r)
+	}
+	if got := len(parseLauncher(t, r.Stdout)); got != 3*3 {
+		t.Fatalf("%d launches printed, want 9 (the teardown run prints none)", got)
+	}
+	waitFor(2*time.Second, func() bool { return len(ofType[*udp.Goodbye](sched.Received())) > 0 })
+	time.Sleep(200 * time.Millisecond) // the teardown run's reports, if any, come after
+	msgs := sched.Received()
+	bye := -1
+	for i, m := range msgs {
+		if _, ok := m.Msg.(*udp.Goodbye); ok {
+			bye = i
+			break
+		}
+	}
+	if bye < 0 {
+		t.Fatalf("no Goodbye among %d datagrams", len(msgs))
+	}
+	if after := msgs[bye+1:]; len(after) > 0 {
+		var seen []string
+		for _, m := range after[:min(len(after), 10)] {
+			seen = append(seen, fmt.Sprintf("%T%+v", m.Msg, m.Msg))
+		}
+		t.Errorf("%d datagrams after the Goodbye, want none:\n%s", len(after), strings.Join(seen, "\n"))
+	}
+	if n := len(launchesByTask(msgs[:bye])[1]); n != 9 {
+		t.Errorf("%d launches reported before the Goodbye, want the 9 of the runs", n)
+	}
+}
+
 // TestHookProfilingExit: a C program's last profiling run is not lost: at
 // exit the hook reads its events and ships records, RunEnd and Goodbye.
 // A run whose measurement the hook judged unreliable (a launch call stalled

@@ -12,7 +12,9 @@
  * as CUfunction, and cuKernelGetFunction), enumerate (handles from
  * cuModuleEnumerateFunctions: named only by cuFuncGetName), graph-capture,
  * graph-build, threads (two threads at once), fork (a child process
- * mid-run).
+ * mid-run), exit-run (direct, and one more run from an atexit handler that
+ * runs after the hook's: a framework's teardown, such as a C++ static
+ * destructor that synchronizes, after the hook said Goodbye).
  *
  * Every kernel of the PTX whose first parameter is a .u64 *_ns runs for
  * DUR_NS (default 2000). Each run launches every entry once (entry i with
@@ -41,6 +43,9 @@ static char *names[MAXK];
 static int nk;
 static unsigned long long dur_ns = 2000;
 static CUcontext ctx;
+/* exit-run: what the atexit handler launches again. */
+static CUfunction exit_fns[MAXK];
+static CUstream exit_stream;
 
 #define CK(call)                                                                                   \
 	do {                                                                                       \
@@ -221,6 +226,19 @@ static void plain_runs(const char *path, int runs)
 		}
 		CK(sync(s));
 	}
+	memcpy(exit_fns, f, sizeof exit_fns);
+	exit_stream = s;
+}
+
+static void exit_run(void)
+{
+	for (int i = 0; i < nk; i++) {
+		unsigned d[6];
+		dims_of(i, d);
+		void *args[] = {&dur_ns};
+		CK(cuLaunchKernel(exit_fns[i], d[0], d[1], d[2], d[3], d[4], d[5], 0, exit_stream, args, NULL));
+	}
+	CK(cuStreamSynchronize(exit_stream));
 }
 
 /* ---- graphs ---- */
@@ -374,6 +392,12 @@ int main(int argc, char **argv)
 	if (argc > 4)
 		dur_ns = strtoull(argv[4], NULL, 10);
 	const char *path = argv[2];
+	if (!strcmp(path, "exit-run")) {
+		/* Registered before the first launch, so it runs after the hook's
+		 * handler (atexit runs them in reverse order). */
+		atexit(exit_run);
+		path = "direct";
+	}
 	if (!strncmp(path, "graph", 5))
 		graph_runs(path, runs);
 	else if (!strcmp(path, "threads"))
