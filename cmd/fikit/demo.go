@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fikit/fikit/cmd/internal/harness"
+	"github.com/fikit/fikit/profiler"
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/simgpu/timeline"
 )
@@ -39,11 +40,19 @@ func demoCommand() *cli.Command {
 			&cli.StringFlag{Name: "keep", Usage: "keep the work files (timeline, logs) in this directory"},
 			&cli.BoolFlag{Name: "json", Usage: "print the results as JSON"},
 			&cli.BoolFlag{Name: "verbose", Usage: "show the daemon's log"},
+			&cli.BoolFlag{Name: "gpu", Usage: "run on this machine's GPU (the CUDA driver the loader finds) instead of simgpu: wall-clock figures only, no ground truth"},
+			&cli.StringFlag{Name: "board", Value: "on", Usage: "the hooks' board gate: on, or off (every decision by UDP, as in the paper)"},
 			&cli.BoolFlag{Name: "record", Usage: "record the daemon's decisions to decisions.jsonl in the work directory (with --keep; for fikit trace)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageError(c, "demo takes no arguments")
+			}
+			if b := c.String("board"); b != "on" && b != "off" {
+				return usageError(c, "--board must be on or off, not %q", b)
+			}
+			if c.Bool("gpu") && c.String("model") != "" {
+				return usageError(c, "--model is simgpu's; it has no meaning with --gpu")
 			}
 			bin, err := binDir()
 			if err != nil {
@@ -65,6 +74,7 @@ func demoCommand() *cli.Command {
 				hpCPU: c.Int64("hp-cpu-ns"), lpCPU: c.Int64("lp-cpu-ns"), interval: c.Duration("interval"),
 				runs: c.Int("runs"), profileRuns: c.Int("profile-runs"), model: c.String("model"),
 				verbose: c.Bool("verbose"), progress: progress, record: c.Bool("record"),
+				gpu: c.Bool("gpu"), boardOff: c.String("board") == "off",
 			})
 			if err != nil {
 				return err
@@ -99,7 +109,7 @@ type demoOptions struct {
 	hpCPU, lpCPU                      int64
 	interval                          time.Duration
 	runs, profileRuns                 int
-	verbose, record                   bool
+	verbose, record, gpu, boardOff    bool
 	progress                          io.Writer
 }
 
@@ -123,6 +133,9 @@ type DemoMode struct {
 
 // DemoResult is what `fikit demo --json` prints.
 type DemoResult struct {
+	// Device is "simgpu" or the real GPU's model name (--gpu).
+	Device       string   `json:"device"`
+	Board        string   `json:"board"`
 	HPTrace      string   `json:"hp_trace"`
 	LPTrace      string   `json:"lp_trace"`
 	Alone        DemoMode `json:"alone"`
@@ -134,11 +147,22 @@ type DemoResult struct {
 	FikitStart   int64    `json:"fikit_start_ns"`
 	// Scheduler is the daemon's counters after the fikit run.
 	Scheduler scheduler.Stats `json:"scheduler"`
+	// Profiles are what the hook measured of each service while profiling.
+	Profiles map[string]DemoProfile `json:"profiles"`
+}
+
+// DemoProfile summarises a service's profile (times in ns).
+type DemoProfile struct {
+	Kernels  int           `json:"kernels"`
+	Runs     uint32        `json:"runs"`
+	RunTime  profiler.Dist `json:"run_time"`
+	Duration profiler.Dist `json:"kernel_duration"`
+	Gap      profiler.Dist `json:"gap"`
 }
 
 func runDemo(ctx context.Context, o demoOptions) (*DemoResult, error) {
 	logf := harness.Printer(o.progress)
-	env, err := harness.New(harness.Options{Bin: o.bin, Dir: o.dir, Model: o.model, Timeline: true})
+	env, err := harness.New(harness.Options{Bin: o.bin, Dir: o.dir, Model: o.model, Timeline: true, GPU: o.gpu})
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +186,15 @@ func runDemo(ctx context.Context, o demoOptions) (*DemoResult, error) {
 
 	hp := harness.Service{Name: "high-priority", Trace: o.hpTrace, CPUNs: o.hpCPU, Prio: 0, TaskKey: "demo-hp", Warmup: 3}
 	lp := harness.Service{Name: "low-priority", Trace: o.lpTrace, CPUNs: o.lpCPU, Prio: 5, TaskKey: "demo-lp"}
-	logf("fikit demo on the simulated GPU (work files in %s)", o.dir)
+	if o.boardOff {
+		hp.Env = []string{"FIKIT_BOARD=off"}
+		lp.Env = hp.Env
+	}
+	device := "the simulated GPU"
+	if o.gpu {
+		device = "this machine's GPU"
+	}
+	logf("fikit demo on %s (work files in %s)", device, o.dir)
 	logf("1/5 profiling %s (%s) and %s (%s), %d runs each", hp.Name, o.hpTrace, lp.Name, o.lpTrace, o.profileRuns)
 	if err := env.Profile(ctx, d, hp, o.profileRuns, logf); err != nil {
 		return nil, err
@@ -170,7 +202,17 @@ func runDemo(ctx context.Context, o demoOptions) (*DemoResult, error) {
 	if err := env.Profile(ctx, d, lp, o.profileRuns, logf); err != nil {
 		return nil, err
 	}
-	res := &DemoResult{HPTrace: o.hpTrace, LPTrace: o.lpTrace, Timeline: env.TimelinePath()}
+	res := &DemoResult{Device: harness.SimGPUModel, Board: "on", HPTrace: o.hpTrace, LPTrace: o.lpTrace,
+		Timeline: env.TimelinePath(), Profiles: map[string]DemoProfile{}}
+	if o.boardOff {
+		res.Board = "off"
+	}
+	for _, s := range []harness.Service{hp, lp} {
+		if p, err := d.ProfileOf(s.TaskKey); err == nil {
+			res.Device = p.GPU
+			res.Profiles[s.Name] = DemoProfile{Kernels: len(p.Kernels), Runs: p.Runs, RunTime: p.RunTime, Duration: p.Duration, Gap: p.Gap}
+		}
+	}
 
 	hpRun := hp
 	hpRun.Runs, hpRun.Every = o.runs, o.interval
@@ -220,6 +262,9 @@ func runDemo(ctx context.Context, o demoOptions) (*DemoResult, error) {
 	res.Fikit = modeOf(fk.HP, fk, ar.JCTs())
 	res.Scheduler = d.Status().Stats
 
+	if o.gpu {
+		return res, nil // no timeline on a real GPU
+	}
 	if segs, err := timeline.Read(env.TimelinePath()); err == nil {
 		for _, m := range []struct {
 			mode *DemoMode
@@ -254,7 +299,8 @@ func modeOf(hp *harness.Result, pair *harness.PairResult, aloneJCTs []int64) Dem
 
 func printDemo(w io.Writer, r *DemoResult) {
 	ms := func(ns int64) string { return fmt.Sprintf("%.2f ms", float64(ns)/1e6) }
-	fmt.Fprintf(w, "\nhigh priority: %s, one request every interval; low priority: %s, back to back\n\n", r.HPTrace, r.LPTrace)
+	fmt.Fprintf(w, "\non %s (board %s): high priority %s, one request every interval; low priority %s, back to back\n\n",
+		r.Device, r.Board, r.HPTrace, r.LPTrace)
 	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "mode\tHP p50 JCT\tHP p99 JCT\tHP p50 vs alone\tHP GPU interference p50 / p99\tLP runs done\tLP runs/s\tHP idle GPU filled\t")
 	fmt.Fprintf(tw, "HP alone\t%s\t%s\t%.2fx\t-\t-\t-\t-\t\n", ms(r.Alone.HPp50Ns), ms(r.Alone.HPp99Ns), 1.0)
@@ -263,8 +309,12 @@ func printDemo(w io.Writer, r *DemoResult) {
 		name string
 		m    DemoMode
 	}{{"default sharing", r.Sharing}, {"fikit", r.Fikit}} {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2fx\t%s\t%d\t%.0f\t%.0f%%\t\n", m.name, ms(m.m.HPp50Ns), ms(m.m.HPp99Ns),
-			m.m.HPRatio, interferenceCell(m.m.Interference), m.m.LPRuns, m.m.LPRate, m.m.FillPct)
+		fill := "-" // no timeline on a real GPU
+		if r.Timeline != "" {
+			fill = fmt.Sprintf("%.0f%%", m.m.FillPct)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2fx\t%s\t%d\t%.0f\t%s\t\n", m.name, ms(m.m.HPp50Ns), ms(m.m.HPp99Ns),
+			m.m.HPRatio, interferenceCell(m.m.Interference), m.m.LPRuns, m.m.LPRate, fill)
 	}
 	tw.Flush()
 	fk, sh := r.Fikit.Interference, r.Sharing.Interference

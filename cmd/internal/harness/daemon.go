@@ -58,6 +58,21 @@ func (d *Daemon) Status() daemon.Status { return d.srv.Status() }
 // Profile returns a stored profile.
 func (d *Daemon) Profile(model, key string) (*profiler.Profile, error) { return d.st.Get(model, key) }
 
+// ProfileOf returns a task's stored profile on whichever GPU model it was
+// profiled (the first, if several).
+func (d *Daemon) ProfileOf(taskKey string) (*profiler.Profile, error) {
+	sums, err := d.st.List()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range sums {
+		if s.TaskKey == taskKey {
+			return d.st.Get(s.GPU, taskKey)
+		}
+	}
+	return nil, store.ErrNotFound
+}
+
 // Stop shuts the daemon down.
 func (d *Daemon) Stop() error {
 	d.cancel()

@@ -1,6 +1,7 @@
 // Package harness runs fikit end to end on the simulated GPU: an in-process
 // daemon, and trace replays (hooked through `fikit run`, or not) that share
-// one private simgpu device. `fikit demo` and `fikit bench` are built on it.
+// one private simgpu device — or, with Options.GPU, the machine's real GPU.
+// `fikit demo` and `fikit bench` are built on it.
 package harness
 
 import (
@@ -34,6 +35,9 @@ type Options struct {
 	SwitchUs, SliceUs, LaunchUs int
 	// Timeline records every executed kernel segment (simgpu ground truth).
 	Timeline bool
+	// GPU replays on the CUDA driver the loader finds (a real GPU) instead
+	// of simgpu: no device model, no timeline, so no ground truth.
+	GPU bool
 }
 
 // Env is one private simulated GPU and the processes using it.
@@ -47,7 +51,11 @@ var envSeq atomic.Uint64
 
 // New checks the binaries and prepares a private simgpu device.
 func New(opt Options) (*Env, error) {
-	for _, f := range []string{"fikit", "fikit-replay", "libfikit_hook.so", "simgpu/libcuda.so.1"} {
+	need := []string{"fikit", "fikit-replay", "libfikit_hook.so", "simgpu/libcuda.so.1"}
+	if opt.GPU {
+		need, opt.Timeline = need[:3], false
+	}
+	for _, f := range need {
 		if _, err := os.Stat(filepath.Join(opt.Bin, f)); err != nil {
 			return nil, fmt.Errorf("harness: %w (run make first)", err)
 		}
@@ -65,6 +73,9 @@ func New(opt Options) (*Env, error) {
 
 // Close removes the simulated device's shared memory.
 func (e *Env) Close() error {
+	if e.opt.GPU {
+		return nil
+	}
 	err := os.Remove(filepath.Join("/dev/shm", strings.TrimPrefix(e.shm, "/")))
 	if errors.Is(err, os.ErrNotExist) {
 		err = nil
@@ -91,6 +102,9 @@ func (e *Env) environ() []string {
 		env = out
 	}
 	drop("FIKIT_")
+	if e.opt.GPU {
+		return append(env, "FIKIT_LOG=warn")
+	}
 	drop("LD_LIBRARY_PATH=")
 	env = append(env,
 		"LD_LIBRARY_PATH="+filepath.Join(e.opt.Bin, "simgpu"),

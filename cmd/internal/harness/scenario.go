@@ -33,7 +33,7 @@ func (e *Env) Profile(ctx context.Context, d *Daemon, svc Service, profileRuns i
 		if _, err := p.Wait(); err != nil {
 			return fmt.Errorf("profiling %s: %w", svc.Name, err)
 		}
-		prof, err := d.Profile(SimGPUModel, svc.TaskKey)
+		prof, err := d.ProfileOf(svc.TaskKey)
 		if err == nil && prof.Phase == profiler.PhaseSharing {
 			logf("  %s profiled: %d kernels, %d runs (%d discarded)", svc.Name, len(prof.Kernels), prof.Runs, prof.DiscardedRuns)
 			return nil
