@@ -12,8 +12,9 @@
 #    sharing, fikit with the board, fikit with FIKIT_BOARD=off;
 # 4. hook-bench on the real driver (the hook's cost per launch).
 # Every step has a time limit and the script goes on after a failure; the
-# figures land in OUTDIR (default gpu-out) as results.tgz and check.log, and
-# tests/gpu/summary.py turns them into the tables of docs/bench.md.
+# figures land in OUTDIR (default gpu-out) as results.tgz and check.log
+# (tests/gpu/summary.py tabulates the PyTorch part; docs/bench.md "On a real
+# GPU" has one run's figures).
 set -u
 out=$(realpath -m "${1:-gpu-out}")
 mkdir -p "$out"
