@@ -448,23 +448,38 @@ func (n *Node) Stats() Stats {
 	return s
 }
 
-// Stats counts what the core did.
+// Stats counts what the core did. The JSON names are the status API's
+// (docs/status-api.md): snake_case, durations in ns with the suffix _ns.
 type Stats struct {
-	Tasks, Waiting                      int
-	Registered, Left, Dropped           uint64
-	Grants, Holds, Credited, Revoked    uint64
-	TopUps                              uint64 // credit renewed without a request
-	Windows, IdlePeriods, EarlyStops    uint64
-	BoardElections                      uint64 // the board showed a better priority active before its reports came
-	BoardStops                          uint64 // the board showed a holder's launch before its report came
-	GrantedNs                           int64  // predicted low-priority GPU time granted
-	UnscheduledLaunches, LostNotifies   uint64
-	ReorderedNotifies                   uint64 // arrived after a later seq: late, not lost
-	Refused                             uint64 // requests past MaxWaitingPerTask
-	PredictionSamples                   uint64
-	PredictionAbsErrNs, PredictionErrNs int64 // sums: mean = sum / samples
-	RunsCommitted, RunsDiscarded        uint64
-	ProfilesCompleted                   uint64
+	Tasks       int    `json:"tasks"`
+	Waiting     int    `json:"waiting"`
+	Registered  uint64 `json:"registered"`
+	Left        uint64 `json:"left"`
+	Dropped     uint64 `json:"dropped"`
+	Grants      uint64 `json:"grants"`
+	Holds       uint64 `json:"holds"`
+	Credited    uint64 `json:"credited"`
+	Revoked     uint64 `json:"revoked"`
+	TopUps      uint64 `json:"top_ups"` // credit renewed without a request
+	Windows     uint64 `json:"windows"`
+	IdlePeriods uint64 `json:"idle_periods"`
+	EarlyStops  uint64 `json:"early_stops"`
+	// BoardElections: the board showed a better priority active before its reports came.
+	BoardElections uint64 `json:"board_elections"`
+	// BoardStops: the board showed a holder's launch before its report came.
+	BoardStops          uint64 `json:"board_stops"`
+	GrantedNs           int64  `json:"granted_ns"` // predicted low-priority GPU time granted
+	UnscheduledLaunches uint64 `json:"unscheduled_launches"`
+	LostNotifies        uint64 `json:"lost_notifications"`
+	ReorderedNotifies   uint64 `json:"reordered_notifications"` // arrived after a later seq: late, not lost
+	Refused             uint64 `json:"refused_requests"`        // requests past MaxWaitingPerTask
+	PredictionSamples   uint64 `json:"prediction_samples"`
+	// Sums over the samples: mean = sum / samples.
+	PredictionAbsErrNs int64  `json:"prediction_abs_error_sum_ns"`
+	PredictionErrNs    int64  `json:"prediction_error_sum_ns"`
+	RunsCommitted      uint64 `json:"runs_committed"`
+	RunsDiscarded      uint64 `json:"runs_discarded"`
+	ProfilesCompleted  uint64 `json:"profiles_completed"`
 }
 
 // TaskInfo describes one task for status output.

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -215,6 +216,55 @@ func (c Config) validateSettings() error {
 		probe := DefaultConfig()
 		if err := s.Set(&probe, v); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// JSONKey is the setting's key in JSON (the daemon's status,
+// docs/status-api.md): its name in snake_case, and for a duration the
+// suffix _ns, the value being nanoseconds.
+func (s Setting) JSONKey() string {
+	k := strings.ReplaceAll(s.Name, "-", "_")
+	if s.Kind == KindDuration {
+		k += "_ns"
+	}
+	return k
+}
+
+// MarshalJSON writes c as one key per setting (JSONKey), in the rows'
+// order: a new setting is in the status API without anyone naming it twice.
+func (c Config) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, s := range Settings {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendQuote(b, s.JSONKey())
+		v, err := json.Marshal(s.field(&c))
+		if err != nil {
+			return nil, fmt.Errorf("scheduler: setting %s: %w", s.Name, err)
+		}
+		b = append(append(b, ':'), v...)
+	}
+	return append(b, '}'), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes. Keys it does not know (a
+// newer daemon's settings) are ignored; a missing key leaves the value in
+// c as it was. The values are not checked against the bounds: Validate does.
+func (c *Config) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("scheduler config: %w", err)
+	}
+	for _, s := range Settings {
+		raw, ok := m[s.JSONKey()]
+		if !ok {
+			continue
+		}
+		if err := json.Unmarshal(raw, s.field(c)); err != nil {
+			return fmt.Errorf("scheduler config: %s: %w", s.JSONKey(), err)
 		}
 	}
 	return nil

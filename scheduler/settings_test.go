@@ -1,12 +1,14 @@
 package scheduler
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 var rewriteDoc = flag.Bool("rewrite-doc", false, "regenerate docs/scheduler.md's settings table")
@@ -118,5 +120,52 @@ func TestSettingsDoc(t *testing.T) {
 	}
 	if want != doc {
 		t.Errorf("%s's settings table differs from scheduler.Settings: go test ./scheduler -run TestSettingsDoc -rewrite-doc", path)
+	}
+}
+
+// Config's JSON has one key per setting (its JSONKey), times in ns, and
+// reads back what it wrote; unknown keys are ignored and a missing one
+// leaves the value.
+func TestConfigJSON(t *testing.T) {
+	c := DefaultConfig()
+	c.SwitchCost = int64(140 * time.Microsecond)
+	c.Policy = "fifo"
+	c.GapEWMA = 0.25
+	c.RunEndByPosition = true
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	if len(m) != len(Settings) {
+		t.Errorf("%d keys for %d settings: %s", len(m), len(Settings), b)
+	}
+	if m["switch_cost_ns"] != float64(140_000) || m["policy"] != "fifo" || m["profile_runs"] != float64(100) ||
+		m["run_end_by_position"] != true || m["gap_ewma"] != 0.25 {
+		t.Errorf("values: %s", b)
+	}
+	for _, s := range Settings {
+		if _, ok := m[s.JSONKey()]; !ok {
+			t.Errorf("no key %s", s.JSONKey())
+		}
+	}
+	var back Config
+	if err := json.Unmarshal(b, &back); err != nil || back != c {
+		t.Errorf("round trip: %+v, %v", back, err)
+	}
+	back = DefaultConfig()
+	if err := json.Unmarshal([]byte(`{"min_gap_ns": 5000, "newer_setting_ns": 7}`), &back); err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultConfig()
+	want.MinGap = 5000
+	if back != want {
+		t.Errorf("partial document: %+v", back)
+	}
+	if err := json.Unmarshal([]byte(`{"min_gap_ns": "100us"}`), &back); err == nil || !strings.Contains(err.Error(), "min_gap_ns") {
+		t.Errorf("a time that is not ns: %v", err)
 	}
 }

@@ -238,7 +238,13 @@ func schedulingIn(t testing.TB, dm *daemonProc, lp, hp *proc, d time.Duration) s
 	return out
 }
 
-type schedStats struct{ Windows, Grants, UnscheduledLaunches uint64 }
+// schedStats is the part of `fikit status --json`'s "stats" the fault tests
+// read (docs/status-api.md).
+type schedStats struct {
+	Windows             uint64 `json:"windows"`
+	Grants              uint64 `json:"grants"`
+	UnscheduledLaunches uint64 `json:"unscheduled_launches"`
+}
 
 // daemonStats reads the scheduler's counters from `fikit status --json`.
 func daemonStats(t testing.TB, d *daemonProc) schedStats {

@@ -145,8 +145,8 @@ type DemoResult struct {
 	Timeline     string   `json:"timeline,omitempty"`
 	SharingStart int64    `json:"sharing_start_ns"`
 	FikitStart   int64    `json:"fikit_start_ns"`
-	// Scheduler is the daemon's counters after the fikit run.
-	Scheduler scheduler.Stats `json:"scheduler"`
+	// Stats are the daemon's counters after the fikit run (docs/status-api.md "stats").
+	Stats scheduler.Stats `json:"stats"`
 	// Profiles are what the hook measured of each service while profiling.
 	Profiles map[string]DemoProfile `json:"profiles"`
 }
@@ -260,7 +260,7 @@ func runDemo(ctx context.Context, o demoOptions) (*DemoResult, error) {
 		return nil, err
 	}
 	res.Fikit = modeOf(fk.HP, fk, ar.JCTs())
-	res.Scheduler = d.Status().Stats
+	res.Stats = d.Status().Stats
 
 	if o.gpu {
 		return res, nil // no timeline on a real GPU

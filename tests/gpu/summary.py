@@ -3,7 +3,8 @@
 
 Per mode: the high-priority (HP) service's p50 / p99 JCT and their ratio to
 the HP alone without the hook, and the low-priority (LP) service's requests
-per second inside the HP's span against the LP alone.
+per second inside the HP's span against the LP alone. Last, the daemon's
+counters at the end (WORKDIR/torch-status.json, `fikit status --json`).
 """
 import json
 import os
@@ -38,6 +39,22 @@ def rate(rs, lo, hi):
     return n / ((hi - lo) / 1e9) if hi > lo else 0
 
 
+def daemon_stats(path):
+    """The daemon's counters at the end (`fikit status --json`, docs/status-api.md)."""
+    try:
+        with open(path) as f:
+            s = json.load(f)["stats"]
+        out = {k: s[k] for k in ("grants", "windows", "idle_periods", "early_stops", "board_stops", "unscheduled_launches")}
+        if s["prediction_samples"]:
+            out["prediction_mean_abs_error_ns"] = s["prediction_abs_error_sum_ns"] // s["prediction_samples"]
+        return out
+    except OSError:
+        return {}
+    except (ValueError, KeyError, TypeError) as e:
+        print(f"{path}: not a status document of docs/status-api.md ({e!r})", file=sys.stderr)
+        return {}
+
+
 def main():
     w = sys.argv[1]
     p = lambda name: os.path.join(w, name)
@@ -63,6 +80,10 @@ def main():
         print(f"{name:20} {m['hp_p50_ns']/1e6:10.3f} {m['hp_p90_ns']/1e6:7.3f} {m['hp_p99_ns']/1e6:7.3f} "
               f"{m['hp_p50_ns']/b50:6.3f} {m['hp_p99_ns']/b99:6.3f} {lr:9.1f} {100*lr/lp_alone if lp_alone else 0:8.1f}%")
     print(f"LP alone: {lp_alone:.1f} requests/s")
+    st = daemon_stats(p("torch-status.json"))
+    if st:
+        res["daemon"] = st
+        print("daemon: " + ", ".join(f"{k} {v}" for k, v in st.items()))
     with open(p("torch-summary.json"), "w") as f:
         json.dump(res, f, indent=1)
 

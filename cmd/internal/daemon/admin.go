@@ -24,7 +24,11 @@ type adminServer struct {
 	srv  *http.Server
 }
 
-// Status is the daemon's state as `fikit status` shows it.
+// Status is the daemon's state as `fikit status` shows it: the status API
+// (GET /v1/status on the admin socket). Its JSON is one style, checked by
+// TestStatusAPIStyle: snake_case keys, durations in ns with the suffix _ns,
+// lists as [] when empty, never null; every key is documented in
+// docs/status-api.md. Within /v1/ keys are added, never renamed or removed.
 type Status struct {
 	Listen    string           `json:"listen"`
 	UptimeNs  int64            `json:"uptime_ns"`
@@ -88,7 +92,8 @@ func (a *adminServer) close() {
 func (s *Server) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Status{Listen: s.Addr().String(), UptimeNs: s.now() - s.start, Stats: s.core.Stats(), Scheduler: s.core.Config()}
+	st := Status{Listen: s.Addr().String(), UptimeNs: s.now() - s.start, Tasks: []TaskStatus{},
+		Stats: s.core.Stats(), Scheduler: s.core.Config()}
 	for _, t := range s.core.Tasks() {
 		st.Tasks = append(st.Tasks, TaskStatus{ID: uint32(t.ID), Key: t.Key, PID: t.PID, Priority: t.Priority,
 			GPU: t.GPU, Model: t.Model, Role: t.Role.String(), Phase: t.Phase.String(), Credit: t.Credit,
