@@ -10,7 +10,9 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -42,6 +44,7 @@ func serveCommand() *cli.Command {
 			&cli.StringFlag{Name: "record", Usage: "append every scheduling decision to this file, one JSON line each (for fikit trace --decisions)"},
 			&cli.StringFlag{Name: "board", Value: "auto", Usage: "the board file hooks on this host share with the daemon (docs/design.md \"Board\"): a path, auto (<data-dir>/board, or under /dev/shm with --ephemeral) or off (UDP only, as in the paper)", EnvVars: []string{"FIKIT_BOARD_FILE"}},
 			&cli.StringFlag{Name: "priority-policy", Usage: "file of who may claim which priorities (docs/security.md); default: the daemon's user and root any, everyone else 5 at best", EnvVars: []string{"FIKIT_PRIORITY_POLICY"}},
+			&cli.StringFlag{Name: "group", Usage: "a group (name or gid) whose members' services share the board and who may read the admin socket (status, metrics, profiles): both become that group's, mode 0660, and the data directory lets the group through (docs/security.md)", EnvVars: []string{"FIKIT_GROUP"}},
 			&cli.IntFlag{Name: "nice", Value: -10, Usage: "nice value of the daemon (-20…19): hooked services wait on its answers, so it must not wait for a CPU behind them; needs CAP_SYS_NICE to lower, else a warning"},
 		}, schedulerFlags()...),
 		Action: func(c *cli.Context) error {
@@ -83,7 +86,11 @@ func serveCommand() *cli.Command {
 					return usageError(c, "%v", err)
 				}
 			}
-			return serve(c.Context, serveOptions{policy: pol,
+			gid, err := lookupGroup(c.String("group"))
+			if err != nil {
+				return usageError(c, "--group: %v", err)
+			}
+			return serve(c.Context, serveOptions{policy: pol, gid: gid,
 				listen: c.String("listen"), dataDir: c.String("data-dir"), ephemeral: c.Bool("ephemeral"),
 				dataDirSet: c.IsSet("data-dir"), metrics: c.String("metrics-listen"), sched: cfg, log: log,
 				record: c.String("record"), nice: c.Int("nice"), niceSet: c.IsSet("nice"), board: c.String("board"),
@@ -101,6 +108,7 @@ type serveOptions struct {
 	authKey                  []byte // --auth-key-file's key (nil: none)
 	nice                     int
 	niceSet                  bool
+	gid                      int // --group (0: none)
 	ephemeral, dataDirSet    bool
 	sched                    scheduler.Config
 	log                      *slog.Logger
@@ -141,6 +149,12 @@ func serve(ctx context.Context, o serveOptions) error {
 		st = b
 		socket = daemon.SocketPath(o.dataDir)
 	}
+	if o.gid > 0 && socket != "" {
+		if err := openToGroup(o.dataDir, o.gid); err != nil {
+			st.Close()
+			return err
+		}
+	}
 	var rec io.Writer
 	if o.record != "" {
 		f, err := os.OpenFile(o.record, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
@@ -151,7 +165,7 @@ func serve(ctx context.Context, o serveOptions) error {
 		rec = f // the daemon closes it
 	}
 	srv, err := daemon.New(daemon.Config{Listen: o.listen, Store: st, AdminSocket: socket, Scheduler: o.sched, Logger: o.log, Record: rec,
-		Board: boardPath(o, socket != ""), Policy: o.policy, AuthKey: o.authKey})
+		Board: boardPath(o, socket != ""), Policy: o.policy, AuthKey: o.authKey, AccessGroup: o.gid})
 	if err != nil {
 		st.Close()
 		if rec != nil {
@@ -220,6 +234,49 @@ func newLogger(level, format string) (*slog.Logger, error) {
 // usageError is a bad-invocation error: exit status 2.
 func usageError(c *cli.Context, format string, args ...any) error {
 	return &exitError{code: 2, err: fmt.Errorf(c.Command.Name+": "+format, args...)}
+}
+
+// lookupGroup resolves --group, a name or a gid ("": none, 0).
+func lookupGroup(name string) (int, error) {
+	if name == "" {
+		return 0, nil
+	}
+	g, err := user.LookupGroup(name)
+	if err != nil {
+		if _, nerr := strconv.Atoi(name); nerr != nil {
+			return 0, err
+		}
+		// A number names a gid whether or not this system names it (a
+		// container's /etc/group need not list the host's groups).
+		g = &user.Group{Gid: name}
+	}
+	gid, err := strconv.Atoi(g.Gid)
+	if err != nil || gid < 0 {
+		return 0, fmt.Errorf("group %q: gid %q", name, g.Gid)
+	}
+	if gid == 0 {
+		return 0, fmt.Errorf("group %q is root's: name a group of fikit's users", name)
+	}
+	return gid, nil
+}
+
+// openToGroup lets the members of gid through the data directory (g+x,
+// not g+r: they open the board and the socket by name and list nothing),
+// making it that group's if it is not.
+func openToGroup(dir string, gid int) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Gid) != gid {
+		if err := os.Chown(dir, -1, gid); err != nil {
+			return fmt.Errorf("data dir %s: group %d: %w", dir, gid, err)
+		}
+	}
+	if err := os.Chmod(dir, fi.Mode().Perm()|0o010); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	return nil
 }
 
 // boardPath resolves --board: "" for off.

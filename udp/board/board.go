@@ -66,7 +66,12 @@ type Board struct {
 // share it), replacing any file there: it is written beside and renamed
 // over, so a hook still mapping a previous daemon's board keeps that one
 // (whose generation no longer matches any RegisterAck).
-func Create(path string) (*Board, error) {
+func Create(path string) (*Board, error) { return CreateShared(path, -1) }
+
+// CreateShared is Create for hooks of the group gid as well (mode 0660,
+// that group's): services of other users in the group keep the board
+// (docs/security.md). A gid < 0 is Create.
+func CreateShared(path string, gid int) (*Board, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("board: %w", err)
 	}
@@ -76,6 +81,17 @@ func Create(path string) (*Board, error) {
 		return nil, fmt.Errorf("board: %w", err)
 	}
 	defer f.Close()
+	if gid >= 0 {
+		// Before the rename: no hook sees the file with other rights.
+		if err := f.Chown(-1, gid); err != nil {
+			os.Remove(tmp)
+			return nil, fmt.Errorf("board: group %d: %w", gid, err)
+		}
+		if err := f.Chmod(0o660); err != nil {
+			os.Remove(tmp)
+			return nil, fmt.Errorf("board: %w", err)
+		}
+	}
 	if err := f.Truncate(FileSize); err != nil {
 		os.Remove(tmp)
 		return nil, fmt.Errorf("board: size %s: %w", tmp, err)

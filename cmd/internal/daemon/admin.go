@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sys/unix"
 
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/store"
@@ -68,6 +70,12 @@ func newAdminServer(s *Server, path string) (*adminServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("admin socket: %w", err)
 	}
+	if g := s.cfg.AccessGroup; g > 0 {
+		if err := os.Chown(path, -1, g); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("admin socket: group %d: %w", g, err)
+		}
+	}
 	_ = os.Chmod(path, 0o660)
 	mux := http.NewServeMux()
 	mux.Handle("/v1/profiles", store.Handler(s.cfg.Store))
@@ -78,10 +86,49 @@ func newAdminServer(s *Server, path string) (*adminServer, error) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(s.Status())
 	})
-	return &adminServer{path: path, ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}, nil
+	srv := &http.Server{Handler: ownerChanges(mux, os.Geteuid()), ReadHeaderTimeout: 5 * time.Second, ConnContext: withPeer}
+	return &adminServer{path: path, ln: ln, srv: srv}, nil
 }
 
 func (a *adminServer) serve() { _ = a.srv.Serve(a.ln) }
+
+// peerKey is the context key of a connection's peer uid.
+type peerKey struct{}
+
+// withPeer notes who is at the other end of an admin connection (the
+// kernel's SO_PEERCRED, as of its connect).
+func withPeer(ctx context.Context, c net.Conn) context.Context {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return ctx
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return ctx
+	}
+	var cred *unix.Ucred
+	_ = raw.Control(func(fd uintptr) { cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) })
+	if err != nil || cred == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, peerKey{}, cred.Uid)
+}
+
+// ownerChanges lets only the daemon's user (uid owner) and root change
+// anything (PUT, DELETE; starting a decision record): a member of
+// --group reads status, metrics and profiles (docs/security.md).
+func ownerChanges(next http.Handler, owner int) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		uid, known := r.Context().Value(peerKey{}).(uint32)
+		reads := (r.Method == http.MethodGet || r.Method == http.MethodHead) && r.URL.Path != "/v1/record"
+		if !reads && (!known || (uid != 0 && int(uid) != owner)) {
+			http.Error(w, fmt.Sprintf("%s %s: only the daemon's user (uid %d) or root may; others of its group may read",
+				r.Method, r.URL.Path, owner), http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
 
 func (a *adminServer) close() {
 	_ = a.srv.Close()

@@ -51,6 +51,12 @@ type Config struct {
 	// Policy says who may claim which priorities (nil: DefaultPolicy of
 	// the daemon's uid).
 	Policy *PriorityPolicy
+	// AccessGroup, if > 0, is the gid of the group whose members' services
+	// share the board and who may read the admin socket (status, metrics,
+	// profiles; changes stay the daemon's user's): both are made that
+	// group's, mode 0660 (docs/security.md). The directories above them
+	// must let the group through.
+	AccessGroup int
 	// AuthKey, if set, is the key of the MACs that datagrams from and to
 	// hooks on other hosts carry (docs/security.md "Remote hooks"); then a
 	// datagram from a non-loopback address without a valid one is dropped.
@@ -179,7 +185,11 @@ func New(cfg Config) (*Server, error) {
 		s.rec = newRecorder(cfg.Record, s)
 	}
 	if cfg.Board != "" {
-		if s.board, err = board.Create(cfg.Board); err != nil {
+		gid := -1
+		if cfg.AccessGroup > 0 {
+			gid = cfg.AccessGroup
+		}
+		if s.board, err = board.CreateShared(cfg.Board, gid); err != nil {
 			// Hooks then go by UDP alone, as with --board off.
 			s.log.Warn("no board: hooks on this host are gated by UDP only", "err", err)
 		} else {
