@@ -15,6 +15,11 @@ HOOK_TESTS := test_kernelid test_wire test_ring test_config test_table test_cach
 HOOK_HDRS  := $(wildcard $(HOOK_DIR)/*.h) $(HOOK_DIR)/hooks.def
 HOOK_CFLAGS = $(CFLAGS_BASE) -I$(CUDA_ROOT)/include -I$(HOOK_DIR) -fvisibility=hidden \
               -fno-strict-aliasing -pthread
+# The glibc floor (glibc_floor.h): the oldest versions of the symbols, and
+# the libraries that define them before glibc 2.34 kept as needed.
+HOOK_CFLAGS += -include $(HOOK_DIR)/glibc_floor.h
+# (By soname: a glibc of 2.34 or later ships no libpthread.so to link.)
+HOOK_FLOOR_LIBS := -Wl,--no-as-needed -l:libpthread.so.0 -l:libdl.so.2 -Wl,--as-needed
 
 .PHONY: hook test-hook
 .PRECIOUS: $(HOOK_BUILD)/test/%.o
@@ -32,7 +37,7 @@ $(HOOK_BUILD)/test/%.o: $(HOOK_DIR)/test/%.c $(HOOK_HDRS) $(HOOK_DIR)/test/check
 # -z defs makes any undefined symbol a link error.
 $(HOOK_LIB): $(addprefix $(HOOK_BUILD)/,$(HOOK_SRCS:.c=.o))
 	@mkdir -p $(BIN)
-	$(CC) -shared -pthread -Wl,-z,defs -Wl,-z,now -Wl,--as-needed -o $@ $^ -ldl
+	$(CC) -shared -pthread -Wl,-z,defs -Wl,-z,now -Wl,--as-needed -o $@ $^ $(HOOK_FLOOR_LIBS)
 	@if nm -D --defined-only $@ | awk '{print $$3}' | grep -v -E '^(cu[A-Za-z0-9_]+|dlsym|fikit_run_end)$$' | grep .; then \
 	  echo "libfikit_hook.so exports more than the hooked symbols" >&2; rm -f $@; exit 1; fi
 
