@@ -3,6 +3,7 @@
 #   make          build everything into bin/
 #   make demo     the main job on the simulated GPU (no GPU needed)
 #   make test     every test (no GPU needed)
+#   make install  PREFIX=/usr/local DESTDIR=; make uninstall; make image (docs/deploy.md)
 #   make bench    the benchmark suite (fikit bench; BENCHFLAGS=--quick for the short one)
 #   make fuzz     the fuzz targets, longer than in make test
 #
@@ -105,3 +106,6 @@ fuzz-run:
 
 clean:
 	rm -rf $(BIN) $(BUILD)
+
+# ---- install, uninstall, image (issue 25; docs/deploy.md) ----
+include cmd/fikit/deploy/deploy.mk

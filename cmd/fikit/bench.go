@@ -47,7 +47,7 @@ func benchCommand() *cli.Command {
 				}
 				return writeOutputs(c, out, "", res)
 			}
-			bin, err := binDir()
+			bin, err := companionDir(replayBin)
 			if err != nil {
 				return err
 			}

@@ -54,7 +54,7 @@ func demoCommand() *cli.Command {
 			if c.Bool("gpu") && c.String("model") != "" {
 				return usageError(c, "--model is simgpu's; it has no meaning with --gpu")
 			}
-			bin, err := binDir()
+			bin, err := companionDir(replayBin)
 			if err != nil {
 				return err
 			}
@@ -88,20 +88,6 @@ func demoCommand() *cli.Command {
 			return nil
 		},
 	}
-}
-
-// binDir is the directory of the running fikit binary (bin/), where the
-// hook, the replayer and simgpu are built.
-func binDir() (string, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", err
-	}
-	exe, err = filepath.EvalSymlinks(exe)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Dir(exe), nil
 }
 
 type demoOptions struct {

@@ -1,11 +1,60 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
+
+// replayBin is the trace replayer (cmd/fikit-replay) that fikit demo and
+// fikit bench run, with the hook and simgpu's driver beside it.
+const replayBin = "fikit-replay"
+
+// binDir is the directory of the running fikit binary: a build tree's bin/,
+// where the hook, the replayer and simgpu are built, or <prefix>/bin.
+func binDir() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	exe, err = filepath.EvalSymlinks(exe)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(exe), nil
+}
+
+// companionDirs are where fikit's companion files (the hook, the replayer,
+// simgpu/) are looked for, in order: beside the binary (a build tree), then
+// <prefix>/lib/fikit for a binary in <prefix>/bin (make install;
+// docs/deploy.md). The installed <prefix>/lib/fikit/fikit links to the
+// binary, so that either directory holds all that fikit demo needs.
+func companionDirs() ([]string, error) {
+	dir, err := binDir()
+	if err != nil {
+		return nil, fmt.Errorf("cannot locate the fikit binary: %w", err)
+	}
+	return []string{dir, filepath.Join(filepath.Dir(dir), "lib", "fikit")}, nil
+}
+
+// companionDir is the first of companionDirs that holds name.
+func companionDir(name string) (string, error) {
+	dirs, err := companionDirs()
+	if err != nil {
+		return "", err
+	}
+	tried := make([]string, len(dirs))
+	for i, d := range dirs {
+		tried[i] = filepath.Join(d, name)
+		if _, err := os.Stat(tried[i]); err == nil {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("%s not found in %s", name, strings.Join(tried, " or "))
+}
 
 // socketName is the daemon's unix socket inside the data directory; it
 // serves store.Handler (docs/design.md).

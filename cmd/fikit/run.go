@@ -90,18 +90,11 @@ func findHook(explicit string) (string, error) {
 		}
 		return filepath.Abs(explicit)
 	}
-	dir, err := binDir()
+	dir, err := companionDir(hookLib)
 	if err != nil {
-		return "", fmt.Errorf("run: cannot locate the fikit binary: %w", err)
+		return "", fmt.Errorf("run: %w; build it (make hook) or pass --hook PATH", err)
 	}
-	candidates := []string{filepath.Join(dir, hookLib), filepath.Join(filepath.Dir(dir), "lib", "fikit", hookLib)}
-	for _, p := range candidates {
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("run: %s not found in %s; build it (make hook) or pass --hook PATH",
-		hookLib, strings.Join(candidates, " or "))
+	return filepath.Join(dir, hookLib), nil
 }
 
 // hookEnv is env with the hook first in LD_PRELOAD (kept once) and the
