@@ -209,23 +209,11 @@ func readOCIArchive(t *testing.T, path string) *ociImage {
 	}
 	defer f.Close()
 	blobs := map[string][]byte{}
-	tr := tar.NewReader(f)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
+	readTar(t, f, func(name string, h *tar.Header, content func() []byte) {
 		if h.Typeflag == tar.TypeReg {
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			blobs[strings.TrimPrefix(h.Name, "./")] = b
+			blobs[name] = content()
 		}
-	}
+	})
 	blob := func(digest string) []byte {
 		b, ok := blobs["blobs/"+strings.Replace(digest, ":", "/", 1)]
 		if !ok {
@@ -262,27 +250,37 @@ func readOCIArchive(t *testing.T, path string) *ociImage {
 		default:
 			t.Fatalf("layer of type %s", l.MediaType)
 		}
-		lr := tar.NewReader(r)
-		for {
-			h, err := lr.Next()
-			if err == io.EOF {
-				break
+		readTar(t, r, func(name string, h *tar.Header, content func() []byte) {
+			img.files[name] = h
+			if h.Typeflag == tar.TypeReg && strings.HasPrefix(name, "usr/bin/") {
+				img.content[name] = content()
 			}
+		})
+	}
+	return img
+}
+
+// readTar calls fn for each entry of the tar stream r, with its name
+// without "./" or slashes around it, and a function reading its content.
+func readTar(t *testing.T, r io.Reader, fn func(name string, h *tar.Header, content func() []byte)) {
+	t.Helper()
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		fn(strings.Trim(strings.TrimPrefix(h.Name, "./"), "/"), h, func() []byte {
+			b, err := io.ReadAll(tr)
 			if err != nil {
 				t.Fatal(err)
 			}
-			name := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(h.Name, "./"), "/"), "/")
-			img.files[name] = h
-			if h.Typeflag == tar.TypeReg && strings.HasPrefix(name, "usr/bin/") {
-				b, err := io.ReadAll(lr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				img.content[name] = b
-			}
-		}
+			return b
+		})
 	}
-	return img
 }
 
 func lastLine(s string) string {
