@@ -219,6 +219,19 @@ func TestHandlerRoutes(t *testing.T) {
 	}
 }
 
+// An empty store lists [] over HTTP, not null, whatever the store.
+func TestHandlerListsEmpty(t *testing.T) {
+	b := openBadger(t, t.TempDir())
+	defer b.Close()
+	for _, s := range []store.Store{store.NewMemory(), b} {
+		w := httptest.NewRecorder()
+		store.Handler(s).ServeHTTP(w, httptest.NewRequest("GET", "http://fikit/v1/profiles", nil))
+		if body := strings.TrimSpace(w.Body.String()); w.Code != 200 || body != "[]" {
+			t.Errorf("%T: GET /v1/profiles of an empty store: %d %s", s, w.Code, body)
+		}
+	}
+}
+
 func TestBadgerPermission(t *testing.T) {
 	if os.Geteuid() == 0 {
 		t.Skip("root may write anywhere")
