@@ -71,7 +71,7 @@ uninstall:
 # is FROM scratch: a staging root from `make install PREFIX=/usr` without
 # the tools (the replayer needs a libcuda), plus /etc/passwd and /etc/group
 # naming root and nobody, and /tmp.
-IMAGE_VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
+IMAGE_VERSION  = $(shell git describe --always --dirty 2>/dev/null || echo dev)
 IMAGE         ?= localhost/fikit:$(IMAGE_VERSION)
 IMAGE_ROOT     = $(BUILD)/image/root
 IMAGE_TAR      = $(BUILD)/fikit-image.tar
