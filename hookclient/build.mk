@@ -9,9 +9,11 @@ HOOK_BUILD := $(BUILD)/hookclient
 HOOK_LIB   := $(BIN)/libfikit_hook.so
 # The library's own objects; the pure ones are also linked into the tests.
 HOOK_SRCS  := auth.c intercept.c table.c htab.c naming.c task.c launch.c graph.c sync.c sender.c \
-              waiter.c measure.c wire.c kernelid.c config.c log.c board.c inflight.c
-HOOK_PURE  := auth.o table.o htab.o wire.o kernelid.o config.o log.o
-HOOK_TESTS := test_kernelid test_wire test_ring test_config test_table test_cache test_board test_auth
+              waiter.c measure.c wire.c kernelid.c config.c log.c board.c inflight.c core.c control.c \
+              link.c process.c
+HOOK_PURE  := auth.o table.o htab.o wire.o kernelid.o config.o log.o core.o
+HOOK_TESTS := test_kernelid test_wire test_ring test_config test_table test_cache test_board test_auth \
+              test_core
 HOOK_HDRS  := $(wildcard $(HOOK_DIR)/*.h) $(HOOK_DIR)/hooks.def
 HOOK_CFLAGS = $(CFLAGS_BASE) -I$(CUDA_ROOT)/include -I$(HOOK_DIR) -fvisibility=hidden \
               -fno-strict-aliasing -pthread
@@ -24,7 +26,7 @@ $(HOOK_BUILD)/%.o: $(HOOK_DIR)/%.c $(HOOK_HDRS) | cuda-headers
 	@mkdir -p $(HOOK_BUILD)
 	$(CC) $(HOOK_CFLAGS) -c -o $@ $<
 
-$(HOOK_BUILD)/test/%.o: $(HOOK_DIR)/test/%.c $(HOOK_HDRS) $(HOOK_DIR)/test/check.h | cuda-headers
+$(HOOK_BUILD)/test/%.o: $(HOOK_DIR)/test/%.c $(HOOK_HDRS) $(HOOK_DIR)/test/check.h $(HOOK_DIR)/test/wiretext.h | cuda-headers
 	@mkdir -p $(HOOK_BUILD)/test
 	$(CC) $(HOOK_CFLAGS) -c -o $@ $<
 
@@ -37,7 +39,7 @@ $(HOOK_LIB): $(addprefix $(HOOK_BUILD)/,$(HOOK_SRCS:.c=.o))
 	  echo "libfikit_hook.so exports more than the hooked symbols" >&2; rm -f $@; exit 1; fi
 
 $(HOOK_BUILD)/test/test_%: $(HOOK_BUILD)/test/test_%.o $(HOOK_BUILD)/test/check.o \
-                           $(addprefix $(HOOK_BUILD)/,$(HOOK_PURE))
+                           $(HOOK_BUILD)/test/wiretext.o $(addprefix $(HOOK_BUILD)/,$(HOOK_PURE))
 	$(CC) -pthread -o $@ $^
 
 # The launcher and the benchmark are ordinary driver-API programs: they link
