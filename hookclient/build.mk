@@ -2,7 +2,8 @@
 # (owned by hookclient/). Included by the top Makefile.
 #
 #   make hook        bin/libfikit_hook.so, bin/hook-launcher, bin/hook-bench
-#   make test-hook   C unit tests (vectors shared with kernelid/ and udp/)
+#   make test-hook   C unit tests (vectors shared with kernelid/ and udp/), the
+#                    core's scenarios, the files' dependency check
 
 HOOK_DIR   := hookclient
 HOOK_BUILD := $(BUILD)/hookclient
@@ -52,6 +53,11 @@ $(BIN)/hook-bench: $(HOOK_DIR)/tools/hook-bench.c | cuda-headers
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS_BASE) -I$(CUDA_ROOT)/include -pthread -o $@ $< -L$(CUDA_STUB) -lcuda
 
+# test_core runs the core's scenarios (test/testdata/core; FIKIT_REWRITE=1
+# rewrites them). circles fails if the library's files depend on each other
+# in a circle (calls, data or includes).
 test-hook: $(addprefix $(HOOK_BUILD)/test/,$(HOOK_TESTS)) $(HOOK_LIB)
 	@set -e; for t in $(HOOK_TESTS); do \
 	  echo "== hookclient $$t"; $(HOOK_BUILD)/test/$$t $(CURDIR) $(CUDA_ROOT)/include; done
+	@echo "== hookclient circles"; $(GO) run ./$(HOOK_DIR)/tools/circles -src $(HOOK_DIR) \
+	  $(addprefix $(HOOK_BUILD)/,$(HOOK_SRCS:.c=.o))

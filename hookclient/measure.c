@@ -28,7 +28,7 @@
  * event (two calls per kernel; float milliseconds keep ~10 ns over a 100 ms
  * run), and a run is settled at its end, when min u over the whole run is
  * known. A kernel shorter than the time to record the end event after its
- * launch still reads long (< 1 µs on simgpu); nothing on the host can see
+ * * launch still reads long; nothing on the host can see
  * that. */
 #include "hook.h"
 
