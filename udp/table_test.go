@@ -1,6 +1,7 @@
 package udp
 
 import (
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -67,5 +68,22 @@ func TestTaskMessagesMatchTable(t *testing.T) {
 		if got := tm.Task(); got != 0xdeadbeef {
 			t.Errorf("%s: Task() = %#x, want the task_id field %#x", def.name, got, 0xdeadbeef)
 		}
+	}
+}
+
+// The first type after the table is unknown to every decoder (the vector
+// files name no such number: it moves when a message is added).
+func TestFirstUnknownType(t *testing.T) {
+	first := Type(len(messages))
+	b := []byte{0x93, ProtocolVersion, byte(first), 0x01}
+	var d Decoder
+	if _, err := d.Decode(b); !errors.Is(err, ErrUnknownType) {
+		t.Errorf("type %d: Decoder.Decode: %v, want ErrUnknownType", first, err)
+	}
+	if _, err := Decode(b); !errors.Is(err, ErrUnknownType) {
+		t.Errorf("type %d: Decode: %v, want ErrUnknownType", first, err)
+	}
+	if first.Valid() || first.Direction() != 0 {
+		t.Errorf("type %d is valid", first)
 	}
 }
