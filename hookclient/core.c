@@ -159,10 +159,10 @@ static void on_register(fk_core *c, const fk_ev *ev, fk_acts *out)
 		memcpy(t->uuid, ev->uuid, 16);
 		t->dev_name = ev->dev_name;
 		t->dev_name_len = ev->dev_name_len;
-		t->v.state = FK_ST_NEW;
+		t->v.state = c->disabled ? FK_ST_DISABLED : FK_ST_NEW;
 	}
 	if (t->v.state != FK_ST_NEW)
-		return; /* another thread registers it, or did */
+		return; /* another thread registers it, or did, or the hook is disabled */
 	t->v.state = FK_ST_REGISTERING;
 	t->reg_next_ns = 0; /* the sender's next tick sends the Register */
 	act(out, FK_ACT_START, ev->task);
@@ -324,6 +324,7 @@ static void on_message(fk_core *c, const fk_ev *ev, fk_acts *out)
 			reregister(t, 0, out);
 		if (m->code == FK_ERR_VERSION) {
 			logf_(out, FK_LOG_WARN, "scheduler does not speak wire protocol v%d; the hook is disabled", FK_WIRE_VERSION);
+			c->disabled = 1;
 			for (int i = 0; i < FK_MAX_TASKS; i++)
 				if (c->task[i].known)
 					set_pass(&c->task[i], FK_ST_DISABLED, i, out);

@@ -91,6 +91,7 @@ typedef struct fk_core {
 	uint32_t reg_counter; /* Register seqs: unique across tasks */
 	int outage_warned;    /* one warning per outage */
 	int timeout_warned;   /* one warning for grant timeouts */
+	int disabled;         /* the daemon does not speak our protocol: nothing registers */
 } fk_core;
 
 enum fk_ev_type {
