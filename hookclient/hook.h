@@ -48,12 +48,6 @@ extern fk_config fk_cfg;
 extern atomic_uint fk_generation; /* bumped in a forked child */
 extern atomic_int fk_blocked;     /* threads inside a host-blocking call (sync.c) */
 
-void fk_init_slow(void); /* intercept.c: the wrappers call fk_init() */
-static inline void fk_init(void)
-{
-	if (FK_UNLIKELY(!atomic_load_explicit(&fk_ready, memory_order_acquire)))
-		fk_init_slow();
-}
 /* The real entry point of a slot; the wrapper that called the handler has
  * run the init. */
 #define FK_REAL(slot, sym) ((__typeof__(&sym))atomic_load_explicit(&fk_real[slot], memory_order_acquire))

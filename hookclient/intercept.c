@@ -13,7 +13,14 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static void *(*real_dlsym)(void *, const char *);
 static void *libcuda;
 
-/* ---- the wrappers ---- */
+static void init_slow(void);
+static inline void fk_init(void)
+{
+	if (FK_UNLIKELY(!atomic_load_explicit(&fk_ready, memory_order_acquire)))
+		init_slow();
+}
+
+/* ---- the wrappers: each runs the init, then its handler ---- */
 
 #include "handlers.h"
 
@@ -109,7 +116,7 @@ static void init_once_done(void)
 	atomic_store_explicit(&fk_ready, 1, memory_order_release);
 }
 
-void fk_init_slow(void) { init_once_done(); }
+static void init_slow(void) { init_once_done(); }
 
 /* ---- fork: the child is a new process to the scheduler ---- */
 
