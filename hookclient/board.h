@@ -1,5 +1,5 @@
 /* board.h — the board a daemon shares with the hooks on its host
- * (docs/design.md "Board"; layout: udp/board/testdata/layout.txt).
+ * (docs/design.md "Board"; layout: udp/board/layout.go).
  * The daemon writes the header and its heartbeat; hooks write, per GPU and
  * priority level, the time of the level's latest launch (a holder's) or
  * launch request, so that a lower-priority permission is seen to be stale
@@ -11,46 +11,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FK_BOARD_MAGIC 0x31444254494b4946ull /* "FIKITBD1" */
-#define FK_BOARD_VERSION 1
-#define FK_BOARD_LEVELS 10
-#define FK_BOARD_FILE_SIZE 4096
+/* The layout: structs, sizes and checked offsets, generated from
+ * udp/board/layout.go. */
+#include "board_gen.h"
+
 /* A board whose heartbeat is older than this is a dead daemon's: ignored. */
 #define FK_BOARD_STALE_NS 1000000000ull
-
-typedef struct fk_board_gpu {
-	uint8_t uuid[16];
-	_Atomic uint64_t level_ns[FK_BOARD_LEVELS];
-	_Atomic uint64_t registered; /* bit p: a task of priority p is registered (daemon) */
-	uint8_t reserved[24];
-} fk_board_gpu;
 
 /* A waiter slot (udp/board/board.go): task t's is slot t % FK_BOARD_SLOTS,
  * while its task word is t. One thread of the task waits in it at a time:
  * it writes the seq it asks for into wait_seq before the LaunchRequest goes,
  * and the daemon answers that request here — grant_seq (written last)
  * with credit and gate, or hold_ns — bumping gen, the futex word it wakes. */
-#define FK_BOARD_SLOTS 31
-typedef struct fk_board_slot {
-	_Atomic uint32_t task, gen, wait_seq, grant_seq, credit;
-	uint32_t reserved0;
-	_Atomic uint64_t seen_ns, expires_ns, hold_ns;
-	uint8_t reserved[16];
-} fk_board_slot;
-
-typedef struct fk_board {
-	_Atomic uint64_t magic;
-	uint32_t version, gpus;
-	_Atomic uint64_t generation;
-	_Atomic uint64_t heartbeat_ns;
-	uint8_t reserved[32];
-	fk_board_gpu gpu[16]; /* FK_BOARD_GPUS */
-	fk_board_slot slot[FK_BOARD_SLOTS];
-} fk_board;
-
-_Static_assert(sizeof(fk_board_gpu) == 128, "board GPU section");
-_Static_assert(sizeof(fk_board_slot) == 64, "board slot");
-_Static_assert(sizeof(fk_board) <= FK_BOARD_FILE_SIZE, "board size");
 
 /* The latest launch of a priority better than prio (0 if none, or if the
  * daemon behind the board is gone). */

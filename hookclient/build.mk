@@ -2,16 +2,19 @@
 # (owned by hookclient/). Included by the top Makefile.
 #
 #   make hook        bin/libfikit_hook.so, bin/hook-launcher, bin/hook-bench
-#   make test-hook   C unit tests (vectors shared with kernelid/ and udp/)
+#   make test-hook   C unit tests (vectors shared with kernelid/ and udp/), the
+#                    core's scenarios, the files' dependency check
 
 HOOK_DIR   := hookclient
 HOOK_BUILD := $(BUILD)/hookclient
 HOOK_LIB   := $(BIN)/libfikit_hook.so
 # The library's own objects; the pure ones are also linked into the tests.
 HOOK_SRCS  := auth.c intercept.c table.c htab.c naming.c task.c launch.c graph.c sync.c sender.c \
-              waiter.c measure.c wire.c kernelid.c config.c log.c board.c inflight.c
-HOOK_PURE  := auth.o table.o htab.o wire.o kernelid.o config.o log.o
-HOOK_TESTS := test_kernelid test_wire test_ring test_config test_table test_cache test_board test_auth
+              waiter.c measure.c wire.c kernelid.c config.c log.c board.c inflight.c core.c control.c \
+              link.c process.c
+HOOK_PURE  := auth.o table.o htab.o wire.o kernelid.o config.o log.o core.o
+HOOK_TESTS := test_kernelid test_wire test_ring test_config test_table test_cache test_board test_auth \
+              test_core
 HOOK_HDRS  := $(wildcard $(HOOK_DIR)/*.h) $(HOOK_DIR)/hooks.def
 HOOK_CFLAGS = $(CFLAGS_BASE) -I$(CUDA_ROOT)/include -I$(HOOK_DIR) -fvisibility=hidden \
               -fno-strict-aliasing -pthread
@@ -29,7 +32,7 @@ $(HOOK_BUILD)/%.o: $(HOOK_DIR)/%.c $(HOOK_HDRS) | cuda-headers
 	@mkdir -p $(HOOK_BUILD)
 	$(CC) $(HOOK_CFLAGS) -c -o $@ $<
 
-$(HOOK_BUILD)/test/%.o: $(HOOK_DIR)/test/%.c $(HOOK_HDRS) $(HOOK_DIR)/test/check.h | cuda-headers
+$(HOOK_BUILD)/test/%.o: $(HOOK_DIR)/test/%.c $(HOOK_HDRS) $(HOOK_DIR)/test/check.h $(HOOK_DIR)/test/wiretext.h | cuda-headers
 	@mkdir -p $(HOOK_BUILD)/test
 	$(CC) $(HOOK_CFLAGS) -c -o $@ $<
 
@@ -42,7 +45,7 @@ $(HOOK_LIB): $(addprefix $(HOOK_BUILD)/,$(HOOK_SRCS:.c=.o))
 	  echo "libfikit_hook.so exports more than the hooked symbols" >&2; rm -f $@; exit 1; fi
 
 $(HOOK_BUILD)/test/test_%: $(HOOK_BUILD)/test/test_%.o $(HOOK_BUILD)/test/check.o \
-                           $(addprefix $(HOOK_BUILD)/,$(HOOK_PURE))
+                           $(HOOK_BUILD)/test/wiretext.o $(addprefix $(HOOK_BUILD)/,$(HOOK_PURE))
 	$(CC) -pthread -o $@ $^
 
 # The launcher and the benchmark are ordinary driver-API programs: they link
@@ -55,6 +58,11 @@ $(BIN)/hook-bench: $(HOOK_DIR)/tools/hook-bench.c | cuda-headers
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS_BASE) -I$(CUDA_ROOT)/include -pthread -o $@ $< -L$(CUDA_STUB) -lcuda
 
+# test_core runs the core's scenarios (test/testdata/core; FIKIT_REWRITE=1
+# rewrites them). circles fails if the library's files depend on each other
+# in a circle (calls, data or includes).
 test-hook: $(addprefix $(HOOK_BUILD)/test/,$(HOOK_TESTS)) $(HOOK_LIB)
 	@set -e; for t in $(HOOK_TESTS); do \
 	  echo "== hookclient $$t"; $(HOOK_BUILD)/test/$$t $(CURDIR) $(CUDA_ROOT)/include; done
+	@echo "== hookclient circles"; $(GO) run ./$(HOOK_DIR)/tools/circles -src $(HOOK_DIR) \
+	  $(addprefix $(HOOK_BUILD)/,$(HOOK_SRCS:.c=.o))

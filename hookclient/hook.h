@@ -19,6 +19,7 @@
 #include "board.h"
 #include "auth.h"
 #include "config.h"
+#include "core.h"
 #include "htab.h"
 #include "kernelid.h"
 #include "log.h"
@@ -38,28 +39,18 @@ static inline uint64_t fk_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* ---- the real driver (intercept.c) ---- */
+/* ---- the real driver: process-wide state (process.c), found and filled
+ * once by intercept.c's init, which every wrapper runs first ---- */
 
 extern _Atomic(void *) fk_real[FK_NSLOTS];
-extern void *const fk_wrapper[FK_NSLOTS];
-extern atomic_int fk_ready; /* fk_init has run */
+extern atomic_int fk_ready; /* the init has run */
 extern fk_config fk_cfg;
+extern atomic_uint fk_generation; /* bumped in a forked child */
+extern atomic_int fk_blocked;     /* threads inside a host-blocking call (sync.c) */
 
-void fk_init_slow(void);
-static inline void fk_init(void)
-{
-	if (FK_UNLIKELY(!atomic_load_explicit(&fk_ready, memory_order_acquire)))
-		fk_init_slow();
-}
-static inline void *fk_real_get(int slot)
-{
-	fk_init();
-	return atomic_load_explicit(&fk_real[slot], memory_order_acquire);
-}
-/* Remember p as the real entry point of slot unless one is known (or p is
- * our own wrapper: that would make the hook call itself). */
-void fk_real_offer(int slot, void *p);
-#define FK_REAL(slot, sym) ((__typeof__(&sym))fk_real_get(slot))
+/* The real entry point of a slot; the wrapper that called the handler has
+ * run the init. */
+#define FK_REAL(slot, sym) ((__typeof__(&sym))atomic_load_explicit(&fk_real[slot], memory_order_acquire))
 
 /* Driver functions the hook calls but does not intercept; NULL where the
  * driver lacks one (cuFuncGetName before 12.3 …). */
@@ -122,23 +113,19 @@ void fk_name_log_first(fk_fn *fn, uintptr_t handle, const uint32_t dims[6]);
 
 /* ---- tasks: one per (process, device) (task.c) ---- */
 
-enum fk_state { FK_ST_NEW, FK_ST_REGISTERING, FK_ST_ACTIVE, FK_ST_UNREACHABLE, FK_ST_DISABLED };
-/* mode: what a launch does, one load on the hot path. */
-enum { FK_MODE_PASS = 0, FK_MODE_HOLDER = 1, FK_MODE_WAITER = 2, FK_MODE_MEASURE = 4 };
-
-#define FK_MAX_TASKS 16
 #define FK_EV_PAIRS 8192 /* event pairs per task: a run's kernels, read at its end */
 
 typedef struct fk_evpool fk_evpool;
 
+/* A task as the process's threads see it. Its state machine is the core's
+ * (core.h, control.c); what a launch reads of it is published here as
+ * atomics (fk_view) after every step that changes it. */
 typedef struct fk_task {
-	/* read on every launch */
+	/* read on every launch: the published view */
 	_Alignas(64) atomic_uint mode;
 	/* Credit is a limit on seq (wire protocol): launch s goes without
-	 * asking while s ≤ credit_limit (serial order). A grant older than the
-	 * last revocation (its seq < revoked_seq) renews nothing. */
+	 * asking while s ≤ credit_limit (serial order). */
 	atomic_uint credit_limit;
-	atomic_uint revoked_seq;
 	atomic_uint task_id;
 	atomic_uint state;
 	/* The board section of the task's GPU (NULL: none) and the gate of the
@@ -149,12 +136,12 @@ typedef struct fk_task {
 	_Atomic(fk_board *) board;
 	_Atomic uint64_t gate_seen;
 	_Atomic uint64_t gate_expires;
-	_Atomic uint64_t token; /* the registration's, on every message about the task */
-	_Alignas(64) atomic_uint seq; /* per-task launch counter (design) */
+	_Atomic uint64_t token;            /* the registration's, on every message about the task */
+	_Atomic uint64_t backoff_until_ns; /* waiter: pass through until then (failed open) */
+	atomic_uint reg_gen;               /* acks received: tells a registration from the one before */
+	_Alignas(64) atomic_uint seq;      /* per-task launch counter (design) */
 	_Alignas(64) atomic_uint run_kernels;
 	_Atomic uint64_t run_start_ns;
-	_Atomic uint64_t backoff_until_ns; /* waiter: pass through until then */
-	atomic_uint backoff_ms;
 	_Atomic(fk_evpool *) pool;
 	/* Kernels in flight under the bound (inflight.c): events recorded after
 	 * them, oldest at head. */
@@ -169,23 +156,10 @@ typedef struct fk_task {
 	CUcontext ctx;
 	uint8_t uuid[16];
 	char dev_name[256];
-	/* registration handshake (task.c ↔ sender.c) */
+	/* the first registration's wait (waiter.c), woken by control.c */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	uint32_t reg_seq;         /* last Register sent */
-	uint64_t reg_sent_ns;     /* … and when, while unanswered (sender) */
-	uint64_t reg_next_ns;     /* sender: next background attempt */
-	uint32_t reg_backoff_ms;  /* sender: background retry interval */
-	atomic_int partial_run;   /* activated mid-run: do not report that run */
-	atomic_uint reg_gen;      /* acks received: tells a registration from the one before
-				   * (task IDs restart at 1 with each daemon) */
-	atomic_int rereg;         /* register again (waiter timeout, Error unknown task) */
-	/* sender-only */
-	uint32_t heartbeat_ms;
-	uint32_t profile_runs;    /* T, from the RegisterAck */
-	uint64_t next_heartbeat_ns;
-	uint32_t run;            /* runs ended since registration */
-	void *meas;              /* measurement state (measure.c) */
+	void *meas; /* measurement state (measure.c), sender thread only */
 } fk_task;
 
 extern fk_task fk_tasks[FK_MAX_TASKS];
@@ -207,15 +181,8 @@ static inline fk_task *fk_task_current(void)
 	fk_task *t = atomic_load_explicit(&fk_single_task, memory_order_acquire);
 	return FK_LIKELY(t != NULL) ? t : fk_task_slow();
 }
-/* Send Register and wait (connect timeout) for the sender to see the ack. */
-void fk_task_register_sync(fk_task *t);
-/* RegisterAck or State (sender); seen and expires as the wire carries them. */
-void fk_task_apply(fk_task *t, int role, int phase, uint32_t credit, uint64_t seen, uint64_t expires);
-/* Grant{seq, credit, seen, expires} */
-void fk_credit_grant(fk_task *t, uint32_t seq, uint32_t credit, uint64_t seen, uint64_t expires);
-/* The launching thread found the permission stale (board.h): no credit, and
- * a lower-priority holder asks from now on, until the daemon says again. */
-void fk_gate_closed(fk_task *t);
+void fk_tasks_reset_child(void);
+
 /* The in-flight bound (inflight.c): whether it applies now (a better
  * priority is registered on its GPU); wait until a launch fits under it;
  * record a bounded launch on stream s. */
@@ -226,12 +193,23 @@ static inline int fk_inflight_bounded(const fk_board_gpu *bg)
 }
 void fk_inflight_wait(fk_task *t);
 void fk_inflight_push(fk_task *t, CUstream s);
-/* Attach the board a RegisterAck names (sender). */
-void fk_task_board(fk_task *t, const fk_msg_in *ack);
-void fk_task_set_unreachable(fk_task *t);
-/* Launches pass through un-hooked from now on; threads waiting to register wake. */
-void fk_task_set_pass(fk_task *t);
-void fk_tasks_reset_child(void);
+
+/* ---- the core of the process (control.c) ---- */
+
+/* Step ev through the process's core (under its lock): views it changes are
+ * published into fk_tasks, registration waits woken, the sender woken, lines
+ * logged; the actions only the caller can carry out (SEND, START, WAIT, GO,
+ * REASK, RECORDS) are copied into out (at most cap) and counted. */
+int fk_ctl_step(const fk_ev *ev, fk_act *out, int cap);
+/* The task a daemon's message is about (fk_core_target), or -1. */
+int fk_ctl_target(const fk_msg_in *m);
+/* Wake the sender (an eventfd write; it polls otherwise). */
+void fk_sender_wake(void);
+extern int fk_wake_fd; /* the sender's eventfd, -1 before it starts */
+/* Fork: the lock is held across fork; the child starts over. */
+void fk_ctl_lock(void);
+void fk_ctl_unlock(void);
+void fk_ctl_reset_child(void);
 
 /* ---- the ring between launching threads and the sender ---- */
 
@@ -255,26 +233,14 @@ FK_RING_DEFINE(fk_ring, fk_rec)
 FK_RING_DEFINE(fk_ring_u32, uint32_t)
 extern fk_ring fk_q;
 
-/* ---- scheduler connection (sender.c, waiter.c) ---- */
+/* ---- the connection to the scheduler (link.c) ---- */
 
-extern atomic_uint fk_generation; /* bumped in a forked child */
-int fk_sender_start(void);        /* once per process (and per child) */
-void fk_sender_wake(void);        /* eventfd: for run ends and registration only */
-/* The sender sleeps longer than right after activity (it backs off while
- * idle): a waiter launching on credit wakes it, since its reservations
- * are freed only when its launches are reported. */
-extern atomic_int fk_sender_dozing;
-/* The scheduler is unreachable: every task passes through until a Register
- * is answered again; one warning per outage. */
-void fk_sched_lost(const char *why);
-void fk_task_reregister(fk_task *t); /* any thread */
+/* Resolve the scheduler's address, set up MACs, open the control socket;
+ * -1 (warned) if the hook cannot talk to it. */
+int fk_link_open(void);
 /* A socket connected to the scheduler (waiter.c makes its own per thread). */
-int fk_sched_socket(void);
-void fk_sender_reset_child(void);
-int fk_sender_exiting(void); /* the process is exiting: flush everything */
-/* Sender thread: the next outgoing datagram buffer (FK_MAX_DATAGRAM bytes)
- * and its commit; datagrams leave in commit order, batched by sendmmsg. */
-uint8_t *fk_out_slot(void);
+int fk_link_socket(void);
+int fk_link_ctl(void); /* the control socket */
 /* Room for a message in a datagram to the scheduler: FK_MAX_DATAGRAM, less
  * the MAC's trailer when datagrams carry one (docs/security.md "Remote
  * hooks"). */
@@ -287,16 +253,35 @@ size_t fk_out_cap(void);
  * wrong. */
 size_t fk_seal(uint8_t *buf, size_t len, size_t cap);
 size_t fk_open(const uint8_t *buf, size_t len);
-void fk_out_commit(size_t len);
+/* Sender thread: queue m on the control socket; datagrams leave in order,
+ * batched by sendmmsg, at fk_link_flush (or when the batch is full). */
+void fk_link_put(const fk_msg_out *m);
+int fk_link_pending(void);
+void fk_link_flush(void);
+/* Whether a send was refused (ECONNREFUSED) since the last call. */
+int fk_link_refused(void);
+/* Send m at once, without blocking (Goodbye at exit). */
+void fk_link_send_now(const fk_msg_out *m);
+void fk_link_reset_child(void);
 
-/* Waiter path: ask and wait for the grant; returns when the launch may go:
- * 1 granted (the grant's gate is the task's), 0 failed open or told to stop
- * waiting. use_slot: the answer may come in the task's board slot (a
- * request asked again for the same seq goes by UDP: the slot still shows
- * the first grant). */
-int fk_waiter_request(fk_task *t, uint32_t seq, uint64_t kid, int use_slot);
-/* How often a launch asks again after a grant the board shows stale. */
-#define FK_REASK_MAX 4
+/* ---- the sender thread (sender.c) ---- */
+
+int fk_sender_start(void); /* once per process (and per child) */
+/* The sender sleeps longer than right after activity (it backs off while
+ * idle): a waiter launching on credit wakes it, since its reservations
+ * are freed only when its launches are reported. */
+extern atomic_int fk_sender_dozing;
+void fk_sender_reset_child(void);
+
+/* ---- an application thread's waits (waiter.c) ---- */
+
+/* The first launch on t: register, waiting (connect timeout) for the
+ * answer; other threads' first launches wait for it too. */
+void fk_register_wait(fk_task *t);
+/* A waiter's launch without credit: ask for seq and wait for the grant,
+ * asking again while the board shows a grant stale (core: FK_REASK_MAX).
+ * Returns 1 granted, 0 failed open or told to stop waiting. */
+int fk_waiter_launch(fk_task *t, uint32_t seq, uint64_t kid);
 
 /* ---- measurement (measure.c) ---- */
 
@@ -310,19 +295,27 @@ struct fk_evpool {
 };
 int fk_pool_create(fk_task *t); /* in t->ctx, which must be current */
 uint32_t fk_pool_take(fk_evpool *p); /* UINT32_MAX if exhausted */
-/* Sender thread: queue a measured launch or a run end in the task's order;
- * poll turns finished event pairs into KernelInfo, Measurements, RunEnd.
- * Returns the number of messages produced; *pending gets whether items wait
- * for their events. */
+/* Sender thread: queue a measured launch or a run end in the task's order.
+ * Poll turns finished event pairs into kernel timings, and stops at a run
+ * end (done->ended), which the core then decides to report or not:
+ * fk_measure_ship sends the run's KernelInfo and Measurements for the
+ * core's RECORDS action; fk_measure_run_done forgets the run either way.
+ * Poll returns the items it handled; *pending gets whether items wait for
+ * their events. exiting: read whatever is left. */
+typedef struct fk_run_done {
+	int ended;
+	uint32_t kernels, reason, last_seq;
+	uint64_t run_ns;
+} fk_run_done;
 void fk_measure_item(fk_task *t, const fk_rec *r);
-int fk_measure_poll(fk_task *t, int *pending);
-void fk_measure_registered(fk_task *t); /* a new registration: KernelInfo again */
+int fk_measure_poll(fk_task *t, int exiting, int *pending, fk_run_done *done);
+void fk_measure_ship(fk_task *t, const fk_act *records);
+void fk_measure_run_done(fk_task *t);
 void fk_measure_reset_task(fk_task *t);
 
 /* ---- launches, runs (launch.c, sync.c) ---- */
 
 extern atomic_int fk_capturing; /* streams capturing right now (process-wide) */
-extern atomic_int fk_blocked;   /* threads inside a host-blocking call (sync.c) */
 void fk_run_end(fk_task *t, int reason);
 void fk_run_end_all(int reason);
 

@@ -9,16 +9,18 @@
 #include <string.h>
 #include <unistd.h>
 
-_Atomic(void *) fk_real[FK_NSLOTS];
-atomic_int fk_ready;
-fk_config fk_cfg;
-fk_driver fk_drv;
-
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static void *(*real_dlsym)(void *, const char *);
 static void *libcuda;
 
-/* ---- the wrappers ---- */
+static void init_slow(void);
+static inline void fk_init(void)
+{
+	if (FK_UNLIKELY(!atomic_load_explicit(&fk_ready, memory_order_acquire)))
+		init_slow();
+}
+
+/* ---- the wrappers: each runs the init, then its handler ---- */
 
 #include "handlers.h"
 
@@ -28,6 +30,7 @@ static void *libcuda;
 	FK_EXPORT ret sym params                                                                   \
 	{                                                                                          \
 		enum { S = FK_SLOT_##sym };                                                        \
+		fk_init();                                                                         \
 		return handler args;                                                               \
 	}
 #include "hooks.def"
@@ -52,7 +55,9 @@ static void *find_real_dlsym(void)
 	return p;
 }
 
-void fk_real_offer(int slot, void *p)
+/* Remember p as the real entry point of slot unless one is known (or p is
+ * our own wrapper: that would make the hook call itself). */
+static void fk_real_offer(int slot, void *p)
 {
 	if (!p || p == fk_wrapper[slot])
 		return;
@@ -111,7 +116,7 @@ static void init_once_done(void)
 	atomic_store_explicit(&fk_ready, 1, memory_order_release);
 }
 
-void fk_init_slow(void) { init_once_done(); }
+static void init_slow(void) { init_once_done(); }
 
 /* ---- fork: the child is a new process to the scheduler ---- */
 
@@ -119,6 +124,7 @@ static void at_fork_prepare(void)
 {
 	pthread_mutex_lock(&fk_funcs.mu);
 	pthread_mutex_lock(&fk_graphs.mu);
+	fk_ctl_lock(); /* before the tasks' locks, as control.c takes them */
 	for (int i = 0; i < FK_MAX_TASKS; i++)
 		pthread_mutex_lock(&fk_tasks[i].mu);
 }
@@ -127,16 +133,26 @@ static void at_fork_parent(void)
 {
 	for (int i = FK_MAX_TASKS - 1; i >= 0; i--)
 		pthread_mutex_unlock(&fk_tasks[i].mu);
+	fk_ctl_unlock();
 	pthread_mutex_unlock(&fk_graphs.mu);
 	pthread_mutex_unlock(&fk_funcs.mu);
 }
 
 static void at_fork_child(void)
 {
-	at_fork_parent(); /* the forking thread holds them all: release */
+	for (int i = FK_MAX_TASKS - 1; i >= 0; i--)
+		pthread_mutex_unlock(&fk_tasks[i].mu);
+	pthread_mutex_unlock(&fk_graphs.mu);
+	pthread_mutex_unlock(&fk_funcs.mu);
+	/* The child has no sender thread, and sockets it would share with the
+	 * parent (the daemon would see one peer): it starts over at its next
+	 * launch, a new process to the scheduler. */
 	fk_sender_reset_child();
+	fk_link_reset_child();
 	fk_tasks_reset_child();
+	fk_ctl_reset_child();
 	fk_ring_reset(&fk_q);
+	atomic_fetch_add(&fk_generation, 1);
 }
 
 /* ---- dlsym ---- */

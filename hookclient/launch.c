@@ -46,17 +46,26 @@ static int push(const lstate *l, uint32_t spacing)
 
 /* Whether the permission t launches on has gone stale (docs/design.md
  * "Board"): its expiry passed, or a better priority launched after what the
- * daemon knew when it gave it. */
+ * daemon knew when it gave it. No clock read without an expiry or a board. */
 static inline int gate_closed(fk_task *t, fk_board_gpu *bg)
 {
 	uint64_t exp = atomic_load_explicit(&t->gate_expires, memory_order_relaxed);
 	if (!exp && !bg)
 		return 0;
 	uint64_t now = fk_now_ns();
-	if (exp && now > exp)
-		return 1;
-	return bg && fk_board_above(atomic_load_explicit(&t->board, memory_order_relaxed), bg, fk_cfg.priority, now) >
-			     atomic_load_explicit(&t->gate_seen, memory_order_relaxed);
+	uint64_t above = bg ? fk_board_above(atomic_load_explicit(&t->board, memory_order_relaxed), bg, fk_cfg.priority, now) : 0;
+	return fk_gate_stale(atomic_load_explicit(&t->gate_seen, memory_order_relaxed), exp, above, now);
+}
+
+/* The launching thread found the permission stale: the core takes the
+ * credit back, and makes a lower-priority holder ask from now on, until the
+ * daemon says again. */
+static void gate_closed_step(fk_task *t)
+{
+	fk_act a[1];
+	fk_ctl_step(&(fk_ev){.type = FK_EV_GATE_CLOSED, .task = t->index, .now = fk_now_ns(),
+			     .seq_now = atomic_load_explicit(&t->seq, memory_order_relaxed)},
+		    a, 1);
 }
 
 static int stream_capturing(CUstream s)
@@ -82,7 +91,7 @@ static inline int before(lstate *l, int slot, const fk_fn *fn, uintptr_t handle,
 		unsigned st = atomic_load_explicit(&t->state, memory_order_relaxed);
 		if (st != FK_ST_NEW && st != FK_ST_REGISTERING)
 			return 0;
-		fk_task_register_sync(t); /* first launch on this device (or waits for it) */
+		fk_register_wait(t); /* first launch on this device (or waits for it) */
 		mode = atomic_load_explicit(&t->mode, memory_order_acquire);
 		if (mode == FK_MODE_PASS)
 			return 0;
@@ -111,14 +120,14 @@ static inline int before(lstate *l, int slot, const fk_fn *fn, uintptr_t handle,
 		 * sees the better one launch: it asks from now on, until the daemon
 		 * makes it a holder again. Its queued work still runs, but no new
 		 * kernel joins the better one's run unasked. */
-		fk_gate_closed(t);
+		gate_closed_step(t);
 		mode = atomic_load_explicit(&t->mode, memory_order_acquire);
 	}
 	if (mode & FK_MODE_WAITER) {
 		uint32_t next = atomic_load_explicit(&t->seq, memory_order_relaxed) + 1;
 		uint32_t lim = atomic_load_explicit(&t->credit_limit, memory_order_relaxed);
 		if ((int32_t)(lim - next) >= 0 && FK_UNLIKELY(gate_closed(t, bg)))
-			fk_gate_closed(t), lim = next - 1; /* stale credit: ask */
+			gate_closed_step(t), lim = next - 1; /* stale credit: ask */
 		if ((int32_t)(lim - next) < 0) { /* no credit: ask (or fail open) */
 			uint64_t until = atomic_load_explicit(&t->backoff_until_ns, memory_order_relaxed);
 			if (until && fk_now_ns() < until)
@@ -126,26 +135,9 @@ static inline int before(lstate *l, int slot, const fk_fn *fn, uintptr_t handle,
 			l->seq = atomic_fetch_add_explicit(&t->seq, 1, memory_order_relaxed) + 1;
 			if (bg) /* lower priorities see it before the daemon does */
 				fk_board_note(bg, fk_cfg.priority, fk_now_ns());
-			/* A grant is given on what the daemon knew. If the board
-			 * shows a better level launched since, the launch would
-			 * join that task's run (a request queued before the run
-			 * began is answered once the daemon's timers or this
-			 * task's own reports move it): ask again, once the daemon
-			 * has read the board it holds the request. Bounded, so a
-			 * daemon that keeps answering on a stale view is not
-			 * waited for without end. */
-			int granted = fk_waiter_request(t, l->seq, l->kid, 1);
-			for (int ask = 0; granted && bg && gate_closed(t, bg) && ask < FK_REASK_MAX; ask++) {
-				/* The stale grant's credit needs no taking back here:
-				 * each credit launch checks the gate, and marking it
-				 * revoked (fk_gate_closed) would make the answer to
-				 * this very seq look older than the revocation once
-				 * another thread has launched. */
-				if (FK_UNLIKELY(fk_log_level >= FK_LOG_DEBUG))
-					fk_log(FK_LOG_DEBUG, "launch %u: granted before a better priority's launch; asking again",
-					       l->seq);
-				granted = fk_waiter_request(t, l->seq, l->kid, 0);
-			}
+			/* Asked again while the board shows the grant stale
+			 * (core.c, on_granted). */
+			fk_waiter_launch(t, l->seq, l->kid);
 			l->flags = 0; /* the request announced it */
 			mode = atomic_load_explicit(&t->mode, memory_order_acquire);
 			if (mode == FK_MODE_PASS)

@@ -28,7 +28,7 @@
  * event (two calls per kernel; float milliseconds keep ~10 ns over a 100 ms
  * run), and a run is settled at its end, when min u over the whole run is
  * known. A kernel shorter than the time to record the end event after its
- * launch still reads long (< 1 µs on simgpu); nothing on the host can see
+ * * launch still reads long; nothing on the host can see
  * that. */
 #include "hook.h"
 
@@ -42,6 +42,12 @@
 #define FK_AMBIGUOUS_SKIP 8     /* … unless this many runs in a row were not reported for it */
 #define FK_DEFAULT_RUNS 100     /* T, if the daemon did not say */
 
+/* The run being shipped, as the core reports it (FK_ACT_RECORDS). */
+typedef struct ship {
+	fk_who who;
+	uint32_t run, reg_gen, runs;
+} ship;
+
 typedef struct mitem {
 	uint8_t kind;
 	uint32_t ev, spacing, kernels, reason;
@@ -54,10 +60,10 @@ typedef struct mitem {
 /* What the sender knows of a kernel ID. */
 typedef struct kstat {
 	uint64_t kid;      /* 0: empty slot */
-	uint32_t info_reg; /* KernelInfo sent in this registration (mstate.reg + 1) */
+	uint32_t info_reg; /* KernelInfo sent in this registration (its reg_gen) */
 	uint32_t n;        /* durations observed whole */
 	uint64_t sum;
-	uint32_t run_mark; /* the run run_n counts launches of (t->run + 1) */
+	uint32_t run_mark; /* the run run_n counts launches of (its number + 1) */
 	uint32_t run_n;
 } kstat;
 
@@ -91,7 +97,6 @@ typedef struct mstate {
 	size_t nrun, caprun;
 	struct kstat *ks; /* per kernel ID: KernelInfo sent, durations seen */
 	size_t ks_mask, nks;
-	uint32_t reg;     /* registrations so far: KernelInfo once per registration */
 } mstate;
 
 static CUcontext current_ctx; /* what the sender thread has made current */
@@ -227,13 +232,16 @@ static kstat *kstat_of(mstate *m, uint64_t kid)
 
 /* KernelInfo once per kernel ID per registration, before its first
  * Measurements (they are sent later, in the same outgoing order). */
-static void kernel_info(fk_task *t, mstate *m, kstat *st, const rkernel *k)
+static void kernel_info(const ship *sh, kstat *st, const rkernel *k)
 {
-	if (!st || st->info_reg == m->reg + 1)
+	if (!st || st->info_reg == sh->reg_gen)
 		return;
-	st->info_reg = m->reg + 1;
-	fk_out_commit(fk_enc_kernel_info(fk_out_slot(), fk_out_cap(), fk_who_of(t), k->kid,
-					 k->fn->name, k->fn->len, k->dims));
+	st->info_reg = sh->reg_gen;
+	fk_msg_out m = {.type = FK_MSG_KERNEL_INFO, .task_id = sh->who.id, .token = sh->who.token, .kernel_id = k->kid,
+			.name = k->fn->name, .name_len = k->fn->len};
+	memcpy(m.grid, k->dims, sizeof m.grid);
+	memcpy(m.block, k->dims + 3, sizeof m.block);
+	fk_link_put(&m);
 }
 
 static void drop_anchor(fk_task *t, mstate *m)
@@ -274,7 +282,7 @@ static int64_t clamp_late(int64_t late, int64_t dur)
 	return late < 0 ? 0 : late > dur ? (dur > 0 ? dur : 0) : late;
 }
 
-static void settle(fk_task *t, mstate *m)
+static void settle(const ship *sh, mstate *m)
 {
 	int64_t umin = m->run[0].u, pmin = m->run[0].post, emin = m->run[0].endcall;
 	for (size_t i = 1; i < m->nrun; i++) {
@@ -286,14 +294,14 @@ static void settle(fk_task *t, mstate *m)
 	 * spread over all of its ID's occurrences in the T runs. */
 	for (size_t i = 0; i < m->nrun; i++) {
 		kstat *st = kstat_of(m, m->run[i].kid);
-		if (st && st->run_mark != t->run + 1) {
-			st->run_mark = t->run + 1;
+		if (st && st->run_mark != sh->run + 1) {
+			st->run_mark = sh->run + 1;
 			st->run_n = 0;
 		}
 		if (st)
 			st->run_n++;
 	}
-	int64_t runs = t->profile_runs ? t->profile_runs : FK_DEFAULT_RUNS;
+	int64_t runs = sh->runs ? sh->runs : FK_DEFAULT_RUNS;
 	int64_t late_next = 0, mean_err = 0, worst_off = 0;
 	for (size_t i = m->nrun; i-- > 0;) { /* backwards: a gap needs the next kernel's late */
 		rkernel *k = &m->run[i];
@@ -373,7 +381,7 @@ static void settle(fk_task *t, mstate *m)
 		late_next = late;
 	}
 	if (m->run_bad) {
-		fk_log(FK_LOG_DEBUG, "run %u not measured whole", t->run);
+		fk_log(FK_LOG_DEBUG, "run %u not measured whole", sh->run);
 		return;
 	}
 	/* A launch call stalled long (the thread preempted, on a loaded
@@ -388,54 +396,54 @@ static void settle(fk_task *t, mstate *m)
 	if (mean_err > FK_MEAN_ERR_NS && m->ambiguous_runs < FK_AMBIGUOUS_SKIP) {
 		m->ambiguous_runs++;
 		m->run_bad = 1;
-		fk_log(FK_LOG_DEBUG, "run %u: a kernel's start uncertain by %lld ns: not reported", t->run,
+		fk_log(FK_LOG_DEBUG, "run %u: a kernel's start uncertain by %lld ns: not reported", sh->run,
 		       (long long)worst_off);
 		return;
 	}
 	m->ambiguous_runs = 0;
 	fk_meas_rec out[MEAS_PER_DGRAM];
 	size_t n = 0;
-	fk_who who = fk_who_of(t);
 	for (size_t i = 0; i < m->nrun; i++) {
 		rkernel *k = &m->run[i];
-		kernel_info(t, m, kstat_of(m, k->kid), k);
+		kernel_info(sh, kstat_of(m, k->kid), k);
 		out[n++] = (fk_meas_rec){k->kid, (uint64_t)k->dur, (uint64_t)k->gap, k->flags};
 		if (n == MEAS_PER_DGRAM || i + 1 == m->nrun) {
-			fk_out_commit(fk_enc_measurements(fk_out_slot(), fk_out_cap(), who, t->run, out, n));
+			fk_link_put(&(fk_msg_out){.type = FK_MSG_MEASUREMENTS, .task_id = sh->who.id, .token = sh->who.token,
+						   .run = sh->run, .records = out, .records_n = n});
 			n = 0;
 		}
 	}
 }
 
-/* The run ended: settle each kernel's launch latency (see above), then send
- * KernelInfo for new IDs, the records (≤ 1400-byte datagrams) and RunEnd. */
-static void run_end(fk_task *t, mstate *m, const mitem *it)
+/* The run the core reports: settle each kernel's launch latency (see
+ * above), then send KernelInfo for new IDs and the records (≤ 1400-byte
+ * datagrams); the core's RunEnd follows. A run with an unmeasurable kernel
+ * goes without records (the daemon sees the count differ and discards it,
+ * design). */
+void fk_measure_ship(fk_task *t, const fk_act *a)
 {
-	drop_anchor(t, m);
-	/* A run not whole (joined mid-run) is not reported at all; one with an
-	 * unmeasurable kernel is reported without records (the daemon sees the
-	 * count differ and discards it, design). */
-	int partial = atomic_exchange(&t->partial_run, 0);
-	if (partial || atomic_load(&t->state) != FK_ST_ACTIVE) {
+	mstate *m = t->meas;
+	ship sh = {a->who, a->run, a->reg_gen, a->profile_runs};
+	if (m && !m->run_bad && m->nrun)
+		settle(&sh, m);
+}
+
+/* The run is over, reported or not (a run joined mid-run is not). */
+void fk_measure_run_done(fk_task *t)
+{
+	mstate *m = t->meas;
+	if (m) {
 		m->nrun = 0;
 		m->run_bad = 0;
-		return;
 	}
-	if (!m->run_bad && m->nrun)
-		settle(t, m);
-	fk_out_commit(fk_enc_run_end(fk_out_slot(), fk_out_cap(), fk_who_of(t), t->run, it->kernels,
-				     it->kid, (uint8_t)it->reason, it->last_seq));
-	t->run++;
-	m->nrun = 0;
-	m->run_bad = 0;
 }
 
 /* The service blocks in a host-blocking call, has not launched for a while,
  * or the process exits: a good time to read events. Checked per record, so
  * that reading stops as soon as the service launches again. */
-static int quiet(fk_task *t)
+static int quiet(fk_task *t, int exiting)
 {
-	return atomic_load_explicit(&fk_blocked, memory_order_relaxed) > 0 || fk_sender_exiting() ||
+	return atomic_load_explicit(&fk_blocked, memory_order_relaxed) > 0 || exiting ||
 	       fk_now_ns() - atomic_load_explicit(&t->last_launch_ns, memory_order_relaxed) > FK_IDLE_READ_NS;
 }
 
@@ -452,7 +460,7 @@ static rkernel *run_add(mstate *m)
 	return &m->run[m->nrun++];
 }
 
-int fk_measure_poll(fk_task *t, int *pending)
+int fk_measure_poll(fk_task *t, int exiting, int *pending, fk_run_done *done)
 {
 	mstate *m = t->meas;
 	int produced = 0;
@@ -474,12 +482,14 @@ int fk_measure_poll(fk_task *t, int *pending)
 				atomic_load_explicit(&p->free_q->tail, memory_order_relaxed)) <= FK_EV_PAIRS / 4;
 	while (m->head != m->tail) {
 		mitem *it = &m->q[m->head % m->cap];
-		if (it->kind == FK_REC_RUN_END) { /* its kernels are settled: ship it at once */
-			run_end(t, m, it);
+		if (it->kind == FK_REC_RUN_END) { /* its kernels are read: the core decides at once */
+			drop_anchor(t, m);
+			*done = (fk_run_done){.ended = 1, .kernels = it->kernels, .reason = it->reason,
+					      .last_seq = it->last_seq, .run_ns = it->kid};
 			m->ends--;
 			m->head++;
 			produced++;
-			continue;
+			break;
 		}
 		if (!(atomic_load_explicit(&t->mode, memory_order_relaxed) & FK_MODE_MEASURE)) {
 			/* Profiling is over (the daemon has its profile): reading the
@@ -493,7 +503,7 @@ int fk_measure_poll(fk_task *t, int *pending)
 		}
 		/* Checked before every driver call: the service may resume at any
 		 * moment, and each call could hold the driver's lock against it. */
-		if (!low && !(m->ends > 1 || (m->ends > 0 && quiet(t))))
+		if (!low && !(m->ends > 1 || (m->ends > 0 && quiet(t, exiting))))
 			break;
 		if (p->ctx != current_ctx && fk_drv.cuCtxSetCurrent(p->ctx) == CUDA_SUCCESS)
 			current_ctx = p->ctx;
@@ -511,7 +521,7 @@ int fk_measure_poll(fk_task *t, int *pending)
 			break;
 		}
 		if (q == CUDA_SUCCESS && it->ev != m->anchor) {
-			if (!low && !(m->ends > 1 || (m->ends > 0 && quiet(t))))
+			if (!low && !(m->ends > 1 || (m->ends > 0 && quiet(t, exiting))))
 				break; /* the end time is read again next time */
 			q = fk_drv.cuEventElapsedTime(&sms, p->start[m->anchor], p->start[it->ev]);
 		}
@@ -539,13 +549,6 @@ int fk_measure_poll(fk_task *t, int *pending)
 	if (m->head != m->tail)
 		*pending = 1; /* look again soon: the service may block or go idle */
 	return produced;
-}
-
-void fk_measure_registered(fk_task *t)
-{
-	mstate *m = ms_of(t);
-	if (m)
-		m->reg++; /* KernelInfo again for every ID */
 }
 
 void fk_measure_reset_task(fk_task *t)

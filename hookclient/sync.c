@@ -18,8 +18,6 @@ static fk_task *current_task_if_any(void)
 	return fk_task_slow();
 }
 
-atomic_int fk_blocked;
-
 /* While the service blocks, the sender ships the run's notifications and
  * reads earlier runs' events (measure.c waits for such moments). */
 static void before_block(fk_task *t)

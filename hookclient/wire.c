@@ -1,7 +1,10 @@
 /* wire.c — msgpack for wire protocol v1, written in-house because the hook
- * links nothing but libc. Only the subset the protocol uses is produced;
- * the decoder accepts every integer encoding whose value fits (design) and
- * skips any well-formed object after the known fields. */
+ * links nothing but libc, and the one encoder and decoder, both driven by
+ * the generated message table (wire_gen.h) as Go's codec is by its own.
+ * Only the subset the protocol uses is produced; the decoder accepts every
+ * integer encoding whose value fits (design) and skips any well-formed
+ * object after the known fields. */
+#define FK_WIRE_GEN_TABLE /* the table lives here */
 #include "wire.h"
 
 #include <string.h>
@@ -96,130 +99,174 @@ void fk_mp_array(fk_wbuf *w, uint32_t n)
 	}
 }
 
-static void head(fk_wbuf *w, uint32_t nfields, int type)
-{
-	fk_mp_array(w, 2 + nfields);
-	fk_mp_uint(w, FK_WIRE_VERSION);
-	fk_mp_uint(w, (uint64_t)type);
-}
+/* ---- the table's members ---- */
 
-static size_t done(const fk_wbuf *w) { return w->overflow ? 0 : fk_wbuf_len(w); }
-
-/* The token, the optional last field of every message about a task. */
-static size_t done_who(fk_wbuf *w, fk_who who)
+static uint64_t get_u(const void *s, const fk_wire_field *f)
 {
-	if (who.token)
-		fk_mp_uint(w, who.token);
-	return done(w);
-}
-
-size_t fk_enc_register(void *buf, size_t cap, const fk_register *m)
-{
-	fk_wbuf w = fk_wbuf_make(buf, cap);
-	head(&w, 7, FK_MSG_REGISTER);
-	fk_mp_uint(&w, m->seq);
-	fk_mp_str(&w, m->task_key, m->task_key_len);
-	fk_mp_uint(&w, m->pid);
-	fk_mp_uint(&w, m->priority);
-	fk_mp_bin(&w, m->uuid, 16);
-	fk_mp_str(&w, m->device_name, m->device_name_len);
-	fk_mp_uint(&w, m->hook_flags);
-	return done(&w);
-}
-
-size_t fk_enc_launch(void *buf, size_t cap, int type, fk_who who, uint32_t seq, uint64_t kid)
-{
-	fk_wbuf w = fk_wbuf_make(buf, cap);
-	head(&w, 3 + !!who.token, type);
-	fk_mp_uint(&w, who.id);
-	fk_mp_uint(&w, seq);
-	fk_mp_uint(&w, kid);
-	return done_who(&w, who);
-}
-
-size_t fk_enc_measurements(void *buf, size_t cap, fk_who who, uint32_t run, const fk_meas_rec *r, size_t n)
-{
-	fk_wbuf w = fk_wbuf_make(buf, cap);
-	head(&w, 3 + !!who.token, FK_MSG_MEASUREMENTS);
-	fk_mp_uint(&w, who.id);
-	fk_mp_uint(&w, run);
-	fk_mp_array(&w, (uint32_t)n);
-	for (size_t i = 0; i < n; i++) {
-		fk_mp_array(&w, 4);
-		fk_mp_uint(&w, r[i].kernel_id);
-		fk_mp_uint(&w, r[i].duration_ns);
-		fk_mp_uint(&w, r[i].gap_ns);
-		fk_mp_uint(&w, r[i].flags);
+	const uint8_t *p = (const uint8_t *)s + f->off;
+	switch (f->size) {
+	case 1: return *p;
+	case 4: return *(const uint32_t *)p;
+	default: return *(const uint64_t *)p;
 	}
-	return done_who(&w, who);
 }
 
-size_t fk_enc_launch_batch(void *buf, size_t cap, fk_who who, uint32_t seq, uint64_t base_ns, const uint64_t *kid,
-			   const uint32_t *off, size_t n)
+static void set_u(void *s, const fk_wire_field *f, uint64_t v)
 {
-	fk_wbuf w = fk_wbuf_make(buf, cap);
-	head(&w, 4 + !!who.token, FK_MSG_LAUNCH_BATCH);
-	fk_mp_uint(&w, who.id);
-	fk_mp_uint(&w, seq);
-	fk_mp_uint(&w, base_ns);
-	fk_mp_array(&w, (uint32_t)n);
-	for (size_t i = 0; i < n; i++) {
-		fk_mp_array(&w, 2);
-		fk_mp_uint(&w, kid[i]);
-		fk_mp_uint(&w, off[i]);
+	uint8_t *p = (uint8_t *)s + f->off;
+	switch (f->size) {
+	case 1: *p = (uint8_t)v; break;
+	case 4: *(uint32_t *)p = (uint32_t)v; break;
+	default: *(uint64_t *)p = v; break;
 	}
-	return done_who(&w, who);
 }
 
-size_t fk_enc_run_end(void *buf, size_t cap, fk_who who, uint32_t run, uint32_t kernels, uint64_t run_ns,
-		      uint8_t reason, uint32_t last_seq)
+static size_t get_len(const void *s, const fk_wire_field *f)
 {
-	fk_wbuf w = fk_wbuf_make(buf, cap);
-	head(&w, 6 + !!who.token, FK_MSG_RUN_END);
-	fk_mp_uint(&w, who.id);
-	fk_mp_uint(&w, run);
-	fk_mp_uint(&w, kernels);
-	fk_mp_uint(&w, run_ns);
-	fk_mp_uint(&w, reason);
-	fk_mp_uint(&w, last_seq);
-	return done_who(&w, who);
+	return *(const size_t *)((const uint8_t *)s + f->len_off);
 }
 
-size_t fk_enc_task_only(void *buf, size_t cap, int type, fk_who who)
+static const void *get_ptr(const void *s, const fk_wire_field *f)
 {
-	fk_wbuf w = fk_wbuf_make(buf, cap);
-	head(&w, 1 + !!who.token, type);
-	fk_mp_uint(&w, who.id);
-	return done_who(&w, who);
+	return *(const void *const *)((const uint8_t *)s + f->off);
 }
+
+static const fk_wire_msg *msg_def(int type, int dir)
+{
+	if (type <= 0 || type >= FK_MSG_TYPES || !fk_wire_msgs[type].name || fk_wire_msgs[type].dir != dir)
+		return NULL;
+	return &fk_wire_msgs[type];
+}
+
+/* ---- encoding ---- */
 
 static size_t uint_size(uint64_t v) { return v < 0x80 ? 1 : v <= 0xff ? 2 : v <= 0xffff ? 3 : v <= 0xffffffffu ? 5 : 9; }
-static size_t str_head(size_t n) { return n < 32 ? 1 : n <= 0xff ? 2 : n <= 0xffff ? 3 : 5; }
+static size_t str_size(size_t n) { return (n < 32 ? 1 : n <= 0xff ? 2 : n <= 0xffff ? 3 : 5) + n; }
+static size_t array_size(size_t n) { return n < 16 ? 1 : n <= 0xffff ? 3 : 5; }
 
-size_t fk_enc_kernel_info(void *buf, size_t cap, fk_who who, uint64_t kid, const char *name, size_t name_len,
-			  const uint32_t dims[6])
+static int zero(const void *s, const fk_wire_field *f)
 {
-	/* A name that would not fit is cut so the datagram is exactly cap bytes
-	 * (design; the ID keeps the full name). The msgpack string header
-	 * shrinks with the name, hence the loop. */
-	size_t fixed = 3 + uint_size(who.id) + uint_size(kid) + 2 + (who.token ? uint_size(who.token) : 0);
-	for (int i = 0; i < 6; i++)
-		fixed += uint_size(dims[i]);
-	if (name_len > cap)
-		name_len = cap;
-	while (name_len > 0 && fixed + str_head(name_len) + name_len > cap)
-		name_len--;
-	fk_wbuf w = fk_wbuf_make(buf, cap);
-	head(&w, 5 + !!who.token, FK_MSG_KERNEL_INFO);
-	fk_mp_uint(&w, who.id);
-	fk_mp_uint(&w, kid);
-	fk_mp_str(&w, name, name_len);
-	for (int t = 0; t < 2; t++) {
-		fk_mp_array(&w, 3);
-		for (int i = 0; i < 3; i++)
-			fk_mp_uint(&w, dims[3 * t + i]);
+	return f->kind == FK_K_STR ? get_len(s, f) == 0 : f->kind == FK_K_UINT ? get_u(s, f) == 0 : 0;
+}
+
+/* The fields an encoder writes: trailing optional fields that are zero are
+ * left out, so a message that uses none is the same bytes as before they
+ * were added. */
+static uint8_t present(const fk_wire_msg *d, const void *s)
+{
+	uint8_t n = d->nfields;
+	while (n > 0 && d->fields[n - 1].opt && zero(s, &d->fields[n - 1]))
+		n--;
+	return n;
+}
+
+static int in_range(const fk_wire_field *f, const void *s)
+{
+	if (f->kind == FK_K_UINT) {
+		uint64_t v = get_u(s, f);
+		return v >= f->lo && v <= f->hi;
 	}
-	return done_who(&w, who);
+	if (f->kind == FK_K_RECORDS || f->kind == FK_K_LAUNCHES) {
+		const uint8_t *e = get_ptr(s, f);
+		for (size_t i = 0, n = get_len(s, f); i < n; i++, e += f->elem_size)
+			for (uint8_t j = 0; j < f->nelems; j++)
+				if (!in_range(&f->elems[j], e))
+					return 0;
+	}
+	return 1;
+}
+
+/* The encoded size of field f of s; str_len: the string's length to use. */
+static size_t field_size(const fk_wire_field *f, const void *s, size_t str_len)
+{
+	switch (f->kind) {
+	case FK_K_UINT:
+		return uint_size(get_u(s, f));
+	case FK_K_STR:
+		return str_size(str_len);
+	case FK_K_BIN16:
+		return 2 + 16;
+	case FK_K_TRIPLE: {
+		const uint32_t *t = (const uint32_t *)((const uint8_t *)s + f->off);
+		return 1 + uint_size(t[0]) + uint_size(t[1]) + uint_size(t[2]);
+	}
+	default: { /* arrays of elements */
+		size_t n = get_len(s, f), sz = array_size(n);
+		const uint8_t *e = get_ptr(s, f);
+		for (size_t i = 0; i < n; i++, e += f->elem_size) {
+			sz += array_size(f->nelems);
+			for (uint8_t j = 0; j < f->nelems; j++)
+				sz += uint_size(get_u(e, &f->elems[j]));
+		}
+		return sz;
+	}
+	}
+}
+
+static void put_field(fk_wbuf *w, const fk_wire_field *f, const void *s, size_t str_len)
+{
+	switch (f->kind) {
+	case FK_K_UINT:
+		fk_mp_uint(w, get_u(s, f));
+		break;
+	case FK_K_STR:
+		fk_mp_str(w, get_ptr(s, f), str_len);
+		break;
+	case FK_K_BIN16:
+		fk_mp_bin(w, (const uint8_t *)s + f->off, 16);
+		break;
+	case FK_K_TRIPLE: {
+		const uint32_t *t = (const uint32_t *)((const uint8_t *)s + f->off);
+		fk_mp_array(w, 3);
+		for (int i = 0; i < 3; i++)
+			fk_mp_uint(w, t[i]);
+		break;
+	}
+	default: {
+		size_t n = get_len(s, f);
+		const uint8_t *e = get_ptr(s, f);
+		fk_mp_array(w, (uint32_t)n);
+		for (size_t i = 0; i < n; i++, e += f->elem_size) {
+			fk_mp_array(w, f->nelems);
+			for (uint8_t j = 0; j < f->nelems; j++)
+				fk_mp_uint(w, get_u(e, &f->elems[j]));
+		}
+	}
+	}
+}
+
+size_t fk_encode(void *buf, size_t cap, const fk_msg_out *m)
+{
+	const fk_wire_msg *d = msg_def(m->type, FK_DIR_TO_DAEMON);
+	if (!d)
+		return 0;
+	uint8_t n = present(d, m);
+	size_t total = array_size(2u + n) + 2, lens[256];
+	int fit = -1;
+	for (uint8_t i = 0; i < n; i++) {
+		const fk_wire_field *f = &d->fields[i];
+		if (!in_range(f, m))
+			return 0;
+		lens[i] = f->kind == FK_K_STR ? get_len(m, f) : 0;
+		total += field_size(f, m, lens[i]);
+		if (f->fit)
+			fit = i;
+	}
+	if (total > cap && fit >= 0) {
+		/* Cut the string so the datagram is exactly cap bytes where it
+		 * can be: the string's header shrinks with it, hence the loop. */
+		size_t rest = total - str_size(lens[fit]), len = lens[fit] > cap ? cap : lens[fit];
+		while (len > 0 && rest + str_size(len) > cap)
+			len--;
+		lens[fit] = len;
+	}
+	fk_wbuf w = fk_wbuf_make(buf, cap);
+	fk_mp_array(&w, 2u + n);
+	fk_mp_uint(&w, FK_WIRE_VERSION);
+	fk_mp_uint(&w, (uint64_t)m->type);
+	for (uint8_t i = 0; i < n; i++)
+		put_field(&w, &d->fields[i], m, lens[i]);
+	return w.overflow ? 0 : fk_wbuf_len(&w);
 }
 
 /* ---- decoding ---- */
@@ -274,15 +321,6 @@ static int get_u32(rbuf *r, uint32_t *v)
 	if (get_uint(r, UINT32_MAX, &x))
 		return -1;
 	*v = (uint32_t)x;
-	return 0;
-}
-
-static int get_u8(rbuf *r, uint8_t lo, uint8_t hi, uint8_t *v)
-{
-	uint64_t x;
-	if (get_uint(r, hi, &x) || x < lo)
-		return -1;
-	*v = (uint8_t)x;
 	return 0;
 }
 
@@ -381,15 +419,51 @@ static int skip_obj(rbuf *r, int depth)
 	return -1; /* 0xc1, never used */
 }
 
-/* The optional seen_ns and expires_ns of Grant and State, after the need
- * fields already read. */
-static int get_gate(rbuf *r, uint32_t n, uint32_t *need, fk_msg_in *m)
+static int get_bin16(rbuf *r, uint8_t *out)
 {
-	if (n > 2 + *need && ++*need && get_uint(r, UINT64_MAX, &m->seen_ns))
+	if (r->p >= r->end)
 		return -1;
-	if (n > 2 + *need && ++*need && get_uint(r, UINT64_MAX, &m->expires_ns))
+	uint8_t t = *r->p++;
+	uint64_t len;
+	if (t < 0xc4 || t > 0xc6 || getbe(r, 1 << (t - 0xc4), &len) || len != 16 || r->end - r->p < 16)
 		return -1;
+	memcpy(out, r->p, 16);
+	r->p += 16;
 	return 0;
+}
+
+/* One field of a daemon → hook message into m. */
+static int get_field(rbuf *r, const fk_wire_field *f, fk_msg_in *m)
+{
+	uint64_t v;
+	switch (f->kind) {
+	case FK_K_UINT:
+		if (get_uint(r, f->hi, &v) || v < f->lo)
+			return -1;
+		set_u(m, f, v);
+		return 0;
+	case FK_K_STR: {
+		const char *s;
+		size_t n;
+		if (get_str(r, &s, &n))
+			return -1;
+		*(const char **)((uint8_t *)m + f->off) = s;
+		*(size_t *)((uint8_t *)m + f->len_off) = n;
+		return 0;
+	}
+	case FK_K_BIN16:
+		return get_bin16(r, (uint8_t *)m + f->off);
+	case FK_K_TRIPLE: {
+		uint32_t n, *t = (uint32_t *)((uint8_t *)m + f->off);
+		if (get_array(r, &n) || n != 3)
+			return -1;
+		for (int i = 0; i < 3; i++)
+			if (get_u32(r, &t[i]))
+				return -1;
+		return 0;
+	}
+	}
+	return -1; /* arrays of elements: no daemon → hook message has one (wiregen) */
 }
 
 int fk_decode(const void *buf, size_t len, fk_msg_in *m)
@@ -404,62 +478,16 @@ int fk_decode(const void *buf, size_t len, fk_msg_in *m)
 		return -1;
 	if (get_uint(&r, 255, &v))
 		return -1;
+	const fk_wire_msg *d = msg_def((int)v, FK_DIR_TO_HOOK);
+	if (!d || n < 2u + d->required)
+		return -1; /* unknown, a hook → daemon type, or fields missing */
 	m->type = (int)v;
-	uint32_t need;
-	int bad = 0;
-	switch (m->type) {
-	case FK_MSG_REGISTER_ACK:
-		need = 6;
-		if (n < 2 + need)
+	/* Optional fields absent from the datagram stay zero (design). */
+	uint32_t known = n - 2 < d->nfields ? n - 2 : d->nfields;
+	for (uint32_t i = 0; i < known; i++)
+		if (get_field(&r, &d->fields[i], m))
 			return -1;
-		bad = get_u32(&r, &m->seq) || get_u32(&r, &m->task_id) ||
-		      get_u8(&r, FK_ROLE_HOLDER, FK_ROLE_WAITER, &m->role) ||
-		      get_u8(&r, FK_PHASE_PROFILING, FK_PHASE_SHARING, &m->phase) ||
-		      get_u32(&r, &m->profile_runs) || get_u32(&r, &m->heartbeat_ms);
-		/* optional (design: absent reads as zero) */
-		if (!bad && n > 2 + need && ++need)
-			bad = get_str(&r, &m->board, &m->board_len);
-		if (!bad && n > 2 + need && ++need)
-			bad = get_uint(&r, UINT64_MAX, &m->board_gen);
-		if (!bad && n > 2 + need && ++need)
-			bad = get_u8(&r, 0, FK_BOARD_GPUS - 1, &m->board_gpu);
-		if (!bad && n > 2 + need && ++need)
-			bad = get_uint(&r, UINT64_MAX, &m->token);
-		break;
-	case FK_MSG_GRANT:
-		need = 3;
-		if (n < 2 + need)
-			return -1;
-		bad = get_u32(&r, &m->task_id) || get_u32(&r, &m->seq) || get_u32(&r, &m->credit) ||
-		      get_gate(&r, n, &need, m);
-		break;
-	case FK_MSG_HOLD:
-		need = 2;
-		if (n < 2 + need)
-			return -1;
-		bad = get_u32(&r, &m->task_id) || get_u32(&r, &m->seq);
-		break;
-	case FK_MSG_STATE:
-		need = 4;
-		if (n < 2 + need)
-			return -1;
-		bad = get_u32(&r, &m->task_id) || get_u8(&r, FK_ROLE_HOLDER, FK_ROLE_WAITER, &m->role) ||
-		      get_u8(&r, FK_PHASE_PROFILING, FK_PHASE_SHARING, &m->phase) || get_u32(&r, &m->credit) ||
-		      get_gate(&r, n, &need, m);
-		break;
-	case FK_MSG_ERROR:
-		need = 3;
-		if (n < 2 + need)
-			return -1;
-		bad = get_u8(&r, FK_ERR_UNKNOWN_TASK, FK_ERR_OVERLOADED, &m->code) || get_u32(&r, &m->task_id) ||
-		      get_str(&r, &m->message, &m->message_len);
-		break;
-	default:
-		return -1; /* unknown, or a hook → daemon type */
-	}
-	if (bad)
-		return -1;
-	for (uint32_t i = 2 + need; i < n; i++)
+	for (uint32_t i = 2 + known; i < n; i++)
 		if (skip_obj(&r, 0))
 			return -1;
 	return r.p == r.end ? 0 : -1;

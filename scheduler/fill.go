@@ -51,8 +51,8 @@ func (n *Node) waiterRunStart(t *task, seq uint32) {
 }
 
 // MaxWaitingPerTask bounds a task's waiting launch requests. A hook has one
-// outstanding per thread; a process that sent 30,000 drew 267,588 Holds, and
-// each request made the next one's duplicate check longer.
+// outstanding per thread; a flood of requests drew Holds for every one and
+// made each duplicate check longer (docs/security.md, "Bounded requests").
 const MaxWaitingPerTask = 256
 
 // requested handles a waiter's request to launch.
@@ -446,9 +446,9 @@ func (n *Node) charge(g *gpu, delay int64) {
 // against tasks of its own or lower priority (paper §3): granting their
 // kernels into the same gaps interleaved them with its run, which was then
 // discarded, and low-priority services profiled one after another, each
-// waiting for a moment nobody else wanted the gaps (8 services, priorities
-// 0–7: 5 of 8 profiles complete after 360 runs each). The bound keeps a run
-// that never ends (a squatter) from holding the others off.
+// waiting for a moment nobody else wanted the gaps (docs/scheduler.md,
+// "Roles", has the measurement). The bound keeps a run that never ends (a
+// squatter) from holding the others off.
 func (n *Node) profilingRun(g *gpu) *task {
 	var m *task
 	for _, t := range g.tasks {

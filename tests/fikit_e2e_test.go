@@ -166,9 +166,9 @@ const (
 // median run's blocked time in percent of its JCT alone, and the share of
 // runs blocked more than a quarter of it (the tail: a run that starts while
 // low-priority kernels are queued waits for them, up to a time slice). A
-// median run pays one context switch back from the low-priority service
-// (25 µs, 0.95 %), which filled the time before it; the bound is the gate
-// issue's, which leaves room for one more.
+// median run pays one context switch back from the low-priority service,
+// which filled the time before it (docs/scheduler.md, "Measured"); the
+// bound leaves room for one more.
 const (
 	interferenceP50Max = 2.0
 	heavyRunsMaxPct    = 8.0

@@ -19,7 +19,7 @@ import (
 // its TTL) asks for every launch once the better one launches on the
 // board.
 func TestHookGate(t *testing.T) {
-	const reaskMax = 4 // FK_REASK_MAX (hookclient/hook.h)
+	const reaskMax = 4 // FK_REASK_MAX (hookclient/core.h)
 	launcher := requireBins(t, "hook-launcher")[0]
 	type want int
 	const (

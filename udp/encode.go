@@ -3,6 +3,7 @@ package udp
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -67,13 +68,13 @@ func (e *encoder) append(dst []byte, t Type, sch []field) ([]byte, error) {
 	sch = present(sch, &e.v)
 	size := encodedSize(sch, &e.v)
 	if size > MaxDatagram {
-		if t != TypeKernelInfo {
+		i := slices.IndexFunc(sch, func(f field) bool { return f.fit })
+		if i < 0 {
 			return dst, fmt.Errorf("encode %v: %d bytes: %w", t, size, ErrTooLarge)
 		}
-		// The name is the only field of unbounded length.
-		const name = 2
-		rest := size - strSize(len(e.v.s[name]))
-		e.v.s[name] = e.v.s[name][:fitStr(MaxDatagram-rest)]
+		// The string to cut is the type's only field of unbounded length.
+		rest := size - strSize(len(e.v.s[i]))
+		e.v.s[i] = e.v.s[i][:fitStr(MaxDatagram-rest)]
 	}
 	e.w.b = dst
 	e.enc.Reset(&e.w)

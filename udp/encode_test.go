@@ -3,6 +3,7 @@ package udp
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -178,7 +179,7 @@ func TestStrings(t *testing.T) {
 	for _, v := range []struct{ got, want string }{
 		{TypeKernelInfo.String(), "KernelInfo"},
 		{Type(0).String(), "Type(0)"},
-		{Type(15).String(), "Type(15)"},
+		{Type(len(messages)).String(), fmt.Sprintf("Type(%d)", len(messages))},
 		{RoleWaiter.String(), "waiter"},
 		{PhaseSharing.String(), "sharing"},
 		{ReasonCopyToHost.String(), "copy-to-host"},

@@ -78,7 +78,7 @@ func invalidCases() []invalidCase {
 	add("version_nil", malformed, "93c00601")
 	add("version_float", malformed, "93"+f64One+"0601")
 	add("type_0", unknown, "93010001")
-	add("type_15", unknown, "93010f01")
+	add("type_127", unknown, "93017f01") // the first type after the table: TestFirstUnknownType
 	// LaunchBatch: [1, 14, task, seq, base, launches]
 	add("launch_batch_missing_launches", missing, "95010e010205")
 	add("launch_batch_launch_short", missing, "96010e0102059191cf0000000000000001")

@@ -242,6 +242,9 @@ type field struct {
 	// (only optional fields follow it), an encoder omits it while it and
 	// every field after it are zero, and a decoder reads its absence as 0.
 	opt bool
+	// fit marks the one string of a type that an encoder cuts so that the
+	// datagram fits (a KernelInfo's name: the ID keeps the full name).
+	fit bool
 }
 
 // BoardGPUs is how many GPU sections a daemon's board has (docs/design.md
@@ -259,6 +262,9 @@ func str(name string) field                 { return field{name: name, kind: kSt
 
 // optional makes f an optional field (field.opt).
 func optional(f field) field { f.opt = true; return f }
+
+// cut makes f the string an encoder cuts to fit (field.fit).
+func cut(f field) field { f.fit = true; return f }
 
 // required returns how many of sch's fields every datagram carries.
 func required(sch []field) int {
@@ -298,6 +304,7 @@ type messageDef struct {
 	dir    Direction
 	fields []field // after [version, type], in wire order
 	new    func() decodable
+	note   string // what the message is for, in docs/design.md's tables
 }
 
 func def[M any, P interface {
@@ -307,6 +314,9 @@ func def[M any, P interface {
 	return messageDef{name: name, dir: dir, fields: fields, new: func() decodable { return P(new(M)) }}
 }
 
+// about sets the row's note for docs/design.md's message tables.
+func (d messageDef) about(note string) messageDef { d.note = note; return d }
+
 var (
 	// tokenField is the task's RegisterAck token, last on every message
 	// about a task (and on RegisterAck itself).
@@ -315,13 +325,37 @@ var (
 	phaseField = enum("phase", uint64(PhaseProfiling), uint64(PhaseSharing))
 )
 
+// Message types: the numbers. Everything else about a type (its name,
+// direction, fields and Go struct) is its row in the table below, from which
+// the C hook's message table and decoder (hookclient/wire_gen.h) and
+// docs/design.md's message tables are generated: `go generate ./udp`
+// (udp/internal/wiregen; its test fails while they are stale).
+const (
+	TypeRegister      Type = 1
+	TypeLaunchNotify  Type = 2
+	TypeLaunchRequest Type = 3
+	TypeMeasurements  Type = 4
+	TypeRunEnd        Type = 5
+	TypeHeartbeat     Type = 6
+	TypeGoodbye       Type = 7
+	TypeRegisterAck   Type = 8
+	TypeGrant         Type = 9
+	TypeHold          Type = 10
+	TypeState         Type = 11
+	TypeError         Type = 12
+	TypeKernelInfo    Type = 13
+	TypeLaunchBatch   Type = 14
+)
+
+//go:generate go run ./internal/wiregen
+
 var messages = [...]messageDef{
 	TypeRegister: def[Register]("Register", ToDaemon, u32("seq"), str("task_key"), u32("pid"),
 		enum("priority", 0, 9), field{name: "device_uuid", kind: kBin16}, str("device_name"), u32("hook_flags")),
 	TypeLaunchNotify: def[LaunchNotify]("LaunchNotify", ToDaemon, u32("task_id"), u32("seq"), u64("kernel_id"),
-		tokenField),
+		tokenField).about("a holder's or credited launch, sent after the fact"),
 	TypeLaunchRequest: def[LaunchRequest]("LaunchRequest", ToDaemon, u32("task_id"), u32("seq"), u64("kernel_id"),
-		tokenField),
+		tokenField).about("a waiter asks to launch; reply Grant or Hold"),
 	TypeMeasurements: def[Measurements]("Measurements", ToDaemon, u32("task_id"), u32("run"),
 		field{name: "records", kind: kRecords}, tokenField),
 	TypeRunEnd: def[RunEnd]("RunEnd", ToDaemon, u32("task_id"), u32("run"), u32("kernels"), u64("run_ns"),
@@ -330,18 +364,20 @@ var messages = [...]messageDef{
 	TypeGoodbye:   def[Goodbye]("Goodbye", ToDaemon, u32("task_id"), tokenField),
 	TypeRegisterAck: def[RegisterAck]("RegisterAck", ToHook, u32("seq"), u32("task_id"), roleField, phaseField,
 		u32("profile_runs"), u32("heartbeat_ms"), optional(str("board")), optional(u64("board_gen")),
-		optional(enum("board_gpu", 0, BoardGPUs-1)), tokenField),
+		optional(enum("board_gpu", 0, BoardGPUs-1)), tokenField).about("the board: see Board"),
 	TypeGrant: def[Grant]("Grant", ToHook, u32("task_id"), u32("seq"), u32("credit"), optional(u64("seen_ns")),
-		optional(u64("expires_ns"))),
-	TypeHold: def[Hold]("Hold", ToHook, u32("task_id"), u32("seq")),
+		optional(u64("expires_ns"))).about("seen_ns and expires_ns: the gate"),
+	TypeHold: def[Hold]("Hold", ToHook, u32("task_id"), u32("seq")).about("still queued: keep waiting, reset the timeout"),
 	TypeState: def[State]("State", ToHook, u32("task_id"), roleField, phaseField, u32("credit"),
-		optional(u64("seen_ns")), optional(u64("expires_ns"))),
+		optional(u64("seen_ns")), optional(u64("expires_ns"))).about("unsolicited change"),
 	TypeError: def[Error]("Error", ToHook, enum("code", uint64(CodeUnknownTask), uint64(CodeOverloaded)),
 		u32("task_id"), str("message")),
-	TypeKernelInfo: def[KernelInfo]("KernelInfo", ToDaemon, u32("task_id"), u64("kernel_id"), str("name"),
-		field{name: "grid", kind: kTriple}, field{name: "block", kind: kTriple}, tokenField),
+	TypeKernelInfo: def[KernelInfo]("KernelInfo", ToDaemon, u32("task_id"), u64("kernel_id"), cut(str("name")),
+		field{name: "grid", kind: kTriple}, field{name: "block", kind: kTriple}, tokenField).
+		about("once per kernel ID per registration while profiling; a name too long is cut"),
 	TypeLaunchBatch: def[LaunchBatch]("LaunchBatch", ToDaemon, u32("task_id"), u32("seq"), u64("base_ns"),
-		field{name: "launches", kind: kLaunches}, tokenField),
+		field{name: "launches", kind: kLaunches}, tokenField).
+		about("consecutive launches (seq, seq+1, …) reported after the fact; launch i happened at `base_ns + offset_ns` on the hook's CLOCK_MONOTONIC"),
 }
 
 // Record flags: the only u8 inside records.

@@ -8,28 +8,9 @@ const ProtocolVersion = 1
 // MaxDatagram is the largest datagram either side sends or accepts, in bytes.
 const MaxDatagram = 1400
 
-// Type is the second element of every datagram: which message follows.
+// Type is the second element of every datagram: which message follows. The
+// numbers are in messages.go, beside the table's rows.
 type Type uint8
-
-// Message types: the numbers. Everything else about a type (its name,
-// direction, fields and Go struct) is its row in the messages table
-// (messages.go); the C hook's enum is checked against it (table_test.go).
-const (
-	TypeRegister      Type = 1
-	TypeLaunchNotify  Type = 2
-	TypeLaunchRequest Type = 3
-	TypeMeasurements  Type = 4
-	TypeRunEnd        Type = 5
-	TypeHeartbeat     Type = 6
-	TypeGoodbye       Type = 7
-	TypeRegisterAck   Type = 8
-	TypeGrant         Type = 9
-	TypeHold          Type = 10
-	TypeState         Type = 11
-	TypeError         Type = 12
-	TypeKernelInfo    Type = 13
-	TypeLaunchBatch   Type = 14
-)
 
 // Valid reports whether t is a message type of this protocol version.
 func (t Type) Valid() bool {

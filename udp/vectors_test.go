@@ -10,12 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.txt and the fuzz seed corpora from the lists in the tests")
+var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.txt from the lists in the tests")
 
 const (
 	vectorsFile    = "testdata/vectors.txt"
@@ -300,7 +299,7 @@ func vectorLineOf(t testing.TB, v vector) string {
 	return v.name + " " + Format(v.msg) + " | " + hex.EncodeToString(b)
 }
 
-const vectorsHeader = `# fikit wire protocol v1 vectors (docs/design.md "Wire protocol v1", udp/doc.go); read by the Go and C tests.
+const vectorsHeader = `# fikit wire protocol v1 vectors (docs/design.md "Wire protocol v1"); read by the Go and C tests.
 # <name> <Type> <field>=<value>... | <hex>
 # Fields in wire order. Values: decimal integers; "..." strings with the escapes \\ \t \n \xHH (every
 # byte outside printable ASCII, and '"' as \x22); hex:... for the 16-byte UUID; [a,b,c] for grid and
@@ -323,18 +322,6 @@ func writeFile(t testing.TB, path string, content string) {
 	}
 	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// writeCorpus writes one seed per entry in the go test fuzz v1 format.
-func writeCorpus(t testing.TB, fuzzName string, seeds map[string]string, typ string) {
-	t.Helper()
-	dir := filepath.Join("testdata", "fuzz", fuzzName)
-	if err := os.RemoveAll(dir); err != nil {
-		t.Fatal(err)
-	}
-	for name, s := range seeds {
-		writeFile(t, filepath.Join(dir, name), "go test fuzz v1\n"+typ+"("+strconv.Quote(s)+")\n")
 	}
 }
 
@@ -361,7 +348,6 @@ func TestVectors(t *testing.T) {
 		writeFile(t, vectorsFile, vectors)
 		writeFile(t, decodeOnlyFile, decodeOnly)
 		writeFile(t, invalidFile, invalid)
-		writeSeedCorpora(t)
 	}
 	for path, want := range map[string]string{vectorsFile: vectors, decodeOnlyFile: decodeOnly, invalidFile: invalid} {
 		got, err := os.ReadFile(path)
@@ -397,8 +383,8 @@ func TestVectors(t *testing.T) {
 		}
 		checkDecodes(t, fmt.Sprintf("line %d %s", numbers[i], name), want, m)
 	}
-	for ty := TypeRegister; ty <= TypeKernelInfo; ty++ {
-		if !seen[ty] {
+	for _, m := range Schema() {
+		if ty := m.Type; !seen[ty] {
 			t.Errorf("no vector of type %v", ty)
 		}
 	}

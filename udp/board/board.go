@@ -12,40 +12,6 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/fikit/fikit/udp"
-)
-
-// The layout (testdata/layout.txt, docs/design.md "Board").
-const (
-	Magic       = 0x31444254494b4946 // "FIKITBD1" little-endian
-	Version     = 1
-	GPUs        = udp.BoardGPUs
-	Levels      = 10
-	headerSize  = 64
-	gpuStride   = 128
-	offMagic    = 0
-	offVersion  = 8
-	offGPUs     = 12
-	offGen      = 16
-	offHeart    = 24
-	offUUID     = 0
-	offLevels   = 16
-	offRegd     = 96
-	FileSize    = 4096
-	layoutBytes = headerSize + GPUs*gpuStride
-	// Waiter slots fill the rest of the file: task t's is t mod Slots.
-	slotsOff       = layoutBytes
-	slotStride     = 64
-	Slots          = (FileSize - slotsOff) / slotStride
-	offSlotTask    = 0  // u32, daemon: the task the slot is (0: free)
-	offSlotGen     = 4  // u32, daemon: bumped on every change; the futex word
-	offSlotWait    = 8  // u32, hook: the seq its waiting thread asked for
-	offSlotGrant   = 12 // u32, daemon: the seq granted through the slot
-	offSlotCredit  = 16 // u32, daemon: the grant's credit
-	offSlotSeen    = 24 // u64, daemon: the grant's gate
-	offSlotExpires = 32 // u64
-	offSlotHold    = 40 // u64, daemon: when the request was last told to wait
 )
 
 // Sentinel errors.

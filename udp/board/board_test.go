@@ -1,62 +1,41 @@
 package board
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// TestLayout checks the constants against testdata/layout.txt, which the
-// hook's C test reads too.
+// TestLayout checks the layout's table (from which the hook's structs and
+// testdata/layout.txt are generated, udp/internal/wiregen) against the
+// numbers the code here writes by: every field inside its part and the
+// parts inside the file.
 func TestLayout(t *testing.T) {
-	f, err := os.Open("testdata/layout.txt")
-	if err != nil {
-		t.Fatal(err)
+	part := func(name string) (size uint64) {
+		switch {
+		case strings.HasPrefix(name, "gpu."):
+			return gpuStride
+		case strings.HasPrefix(name, "slot."):
+			return slotStride
+		}
+		return headerSize
 	}
-	defer f.Close()
-	want := map[string][2]int{
-		"magic": {offMagic, 8}, "version": {offVersion, 4}, "gpus": {offGPUs, 4}, "generation": {offGen, 8},
-		"heartbeat_ns": {offHeart, 8}, "header_size": {headerSize, 0}, "gpu_stride": {gpuStride, 0},
-		"gpu.uuid": {offUUID, 16}, "gpu.level_ns": {offLevels, 8 * Levels}, "gpu.registered": {offRegd, 8}, "file_size": {FileSize, 0},
-		"slots_offset": {slotsOff, 0}, "slot_stride": {slotStride, 0}, "slots": {Slots, 0},
-		"slot.task": {offSlotTask, 4}, "slot.gen": {offSlotGen, 4}, "slot.wait_seq": {offSlotWait, 4},
-		"slot.grant_seq": {offSlotGrant, 4}, "slot.credit": {offSlotCredit, 4}, "slot.seen_ns": {offSlotSeen, 8},
-		"slot.expires_ns": {offSlotExpires, 8}, "slot.hold_ns": {offSlotHold, 8},
-	}
-	seen := 0
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
+	seen := map[string]bool{}
+	for _, e := range Layout {
+		if seen[e.Name] {
+			t.Errorf("%s twice", e.Name)
+		}
+		seen[e.Name] = true
+		if e.Size == 0 {
 			continue
 		}
-		fs := strings.Fields(line)
-		if len(fs) != 3 {
-			t.Fatalf("bad line %q", line)
+		if e.Elem == 0 || e.Size%e.Elem != 0 || e.Offset%uint64(e.Elem) != 0 || e.Offset+uint64(e.Size) > part(e.Name) {
+			t.Errorf("%s: offset %d, size %d, elements of %d: does not fit", e.Name, e.Offset, e.Size, e.Elem)
 		}
-		if fs[0] == "magic_value" {
-			if v, _ := strconv.ParseUint(fs[1], 10, 64); v != Magic {
-				t.Errorf("magic_value %d, Magic %d", v, uint64(Magic))
-			}
-			seen++
-			continue
-		}
-		off, _ := strconv.Atoi(fs[1])
-		size, _ := strconv.Atoi(fs[2])
-		w, ok := want[fs[0]]
-		if !ok || w != [2]int{off, size} {
-			t.Errorf("%s: layout.txt %d %d, Go %v (known %v)", fs[0], off, size, w, ok)
-		}
-		seen++
-	}
-	if seen != len(want)+1 {
-		t.Errorf("layout.txt has %d fields, want %d", seen, len(want)+1)
 	}
 	if string(binary.LittleEndian.AppendUint64(nil, Magic)) != "FIKITBD1" || slotsOff+Slots*slotStride > FileSize || Slots < 16 ||
 		offLevels+8*Levels > gpuStride {

@@ -1,0 +1,99 @@
+package board
+
+import "github.com/fikit/fikit/udp"
+
+// The board's layout (docs/design.md "Board"): the one place it is written.
+// The hook's C structs (hookclient/board_gen.h) and testdata/layout.txt, which
+// the C test reads, are generated from Layout by `go generate ./udp`.
+const (
+	Magic       = 0x31444254494b4946 // "FIKITBD1" little-endian
+	Version     = 1
+	GPUs        = udp.BoardGPUs
+	Levels      = 10
+	headerSize  = 64
+	gpuStride   = 128
+	offMagic    = 0
+	offVersion  = 8
+	offGPUs     = 12
+	offGen      = 16
+	offHeart    = 24
+	offUUID     = 0
+	offLevels   = 16
+	offRegd     = 96
+	FileSize    = 4096
+	layoutBytes = headerSize + GPUs*gpuStride
+	// Waiter slots fill the rest of the file: task t's is t mod Slots.
+	slotsOff       = layoutBytes
+	slotStride     = 64
+	Slots          = (FileSize - slotsOff) / slotStride
+	offSlotTask    = 0  // u32, daemon: the task the slot is (0: free)
+	offSlotGen     = 4  // u32, daemon: bumped on every change; the futex word
+	offSlotWait    = 8  // u32, hook: the seq its waiting thread asked for
+	offSlotGrant   = 12 // u32, daemon: the seq granted through the slot
+	offSlotCredit  = 16 // u32, daemon: the grant's credit
+	offSlotSeen    = 24 // u64, daemon: the grant's gate
+	offSlotExpires = 32 // u64
+	offSlotHold    = 40 // u64, daemon: when the request was last told to wait
+)
+
+// LayoutEntry is a field of the board, or one of its sizes and counts.
+type LayoutEntry struct {
+	// Name is the field's ("gpu.level_ns": in a GPU section; "slot.task": in
+	// a waiter slot; else in the header) or the constant's.
+	Name string
+	// Offset is the field's within its part (header, GPU section or slot);
+	// for a constant (Size 0) its value.
+	Offset uint64
+	// Size is the field's bytes (0: a constant).
+	Size int
+	// Elem is the bytes of one element: 8 or 4 for little-endian words, 1
+	// for bytes.
+	Elem int
+	// Atomic: written while other processes read it, one atomic store per
+	// word.
+	Atomic bool
+}
+
+func word64(name string, off uint64) LayoutEntry {
+	return LayoutEntry{Name: name, Offset: off, Size: 8, Elem: 8, Atomic: true}
+}
+func word32(name string, off uint64) LayoutEntry {
+	return LayoutEntry{Name: name, Offset: off, Size: 4, Elem: 4, Atomic: true}
+}
+func constant(name string, v uint64) LayoutEntry { return LayoutEntry{Name: name, Offset: v} }
+
+// Layout is the board's layout, in testdata/layout.txt's order.
+var Layout = []LayoutEntry{
+	word64("magic", offMagic),
+	{Name: "version", Offset: offVersion, Size: 4, Elem: 4},
+	{Name: "gpus", Offset: offGPUs, Size: 4, Elem: 4},
+	word64("generation", offGen),
+	word64("heartbeat_ns", offHeart),
+	constant("header_size", headerSize),
+	constant("gpu_stride", gpuStride),
+	{Name: "gpu.uuid", Offset: offUUID, Size: 16, Elem: 1},
+	{Name: "gpu.level_ns", Offset: offLevels, Size: 8 * Levels, Elem: 8, Atomic: true},
+	word64("gpu.registered", offRegd),
+	constant("slots_offset", slotsOff),
+	constant("slot_stride", slotStride),
+	constant("slots", Slots),
+	word32("slot.task", offSlotTask),
+	word32("slot.gen", offSlotGen),
+	word32("slot.wait_seq", offSlotWait),
+	word32("slot.grant_seq", offSlotGrant),
+	word32("slot.credit", offSlotCredit),
+	word64("slot.seen_ns", offSlotSeen),
+	word64("slot.expires_ns", offSlotExpires),
+	word64("slot.hold_ns", offSlotHold),
+	constant("file_size", FileSize),
+}
+
+// LayoutConstants are the board's other numbers the hook needs, by their C
+// names' stem (FK_BOARD_<name>).
+var LayoutConstants = []struct {
+	Name  string
+	Value uint64
+}{
+	{"MAGIC", Magic}, {"VERSION", Version}, {"GPUS", GPUs}, {"LEVELS", Levels}, {"SLOTS", Slots},
+	{"FILE_SIZE", FileSize},
+}
