@@ -43,7 +43,8 @@ const (
 	// RunCommitted: the run's records were folded and it counts towards T.
 	RunCommitted RunOutcome = iota + 1
 	// RunDiscarded: the caller did not commit it (it overlapped another
-	// task's kernels); nothing was folded.
+	// task's kernels, or the hook sent it without records); nothing was
+	// folded.
 	RunDiscarded
 	// RunIncomplete: the buffered records do not match the run's kernel
 	// count (records were lost or duplicated, or the run exceeded
@@ -126,6 +127,9 @@ func ResumeBuilder(p *Profile, profileRuns int) (*Builder, error) {
 		return nil, err
 	}
 	c := p.Clone()
+	if c.Version == 0 {
+		c.Version = 1
+	}
 	if c.Phase != PhaseSharing {
 		c.TargetRuns = uint32(profileRuns)
 		if c.Runs >= c.TargetRuns {
@@ -136,6 +140,29 @@ func ResumeBuilder(p *Profile, profileRuns int) (*Builder, error) {
 	}
 	b := newBuilder(c)
 	for id, k := range c.Kernels {
+		if k.Name != "" {
+			b.infos[id] = KernelInfo{ID: id, Name: k.Name, Grid: k.Grid, Block: k.Block}
+		}
+	}
+	return b, nil
+}
+
+// NewVersion starts the next version of prev's profile (the service
+// drifted from it, reason says how): empty, to be complete after
+// profileRuns committed runs, with prev's history and kernel names.
+func NewVersion(prev *Profile, reason string, profileRuns int) (*Builder, error) {
+	if err := ValidateProfileRuns(profileRuns); err != nil {
+		return nil, err
+	}
+	if len(reason) > MaxReasonLen {
+		reason = reason[:MaxReasonLen]
+	}
+	p := NewProfile(prev.TaskKey, prev.GPU, uint32(profileRuns))
+	p.Version = max(prev.Version, 1) + 1
+	p.Reason = reason
+	p.History = append([]VersionInfo(nil), prev.History...)
+	b := newBuilder(p)
+	for id, k := range prev.Kernels {
 		if k.Name != "" {
 			b.infos[id] = KernelInfo{ID: id, Name: k.Name, Grid: k.Grid, Block: k.Block}
 		}
@@ -206,7 +233,7 @@ func (b *Builder) stale(run uint32) bool {
 func (b *Builder) begin(run uint32) *pendingRun {
 	if len(b.pending) >= MaxPendingRuns {
 		b.pending = b.pending[1:]
-		b.p.DiscardedRuns++
+		b.discard(DiscardRunEndLost)
 	}
 	pr := &pendingRun{run: run}
 	b.pending = append(b.pending, pr)
@@ -256,15 +283,36 @@ func (b *Builder) AddRecords(run uint32, recs []Record) {
 	pr.records = append(pr.records, recs...)
 }
 
+// discard counts a run left out for reason r.
+func (b *Builder) discard(r DiscardReason) {
+	b.p.DiscardedRuns++
+	if r > 0 && r < NumDiscardReasons {
+		b.p.Discards[r]++
+	}
+}
+
 // EndRun ends a run that launched kernels kernels and took runNs, folding
 // its buffered records into the profile if commit is true and exactly
-// kernels records arrived. Runs begun before this one that are still
-// pending lost their RunEnd and are dropped (counted as discarded); records
-// of this run or older ones that arrive later are ignored.
+// kernels records arrived; a run not committed counts as DiscardOverlap
+// (EndRunWhy says another reason). Runs begun before this one that are
+// still pending lost their RunEnd and are dropped (counted as discarded);
+// records of this run or older ones that arrive later are ignored.
 func (b *Builder) EndRun(run, kernels uint32, runNs uint64, commit bool) RunOutcome {
+	why := DiscardOverlap
+	if commit {
+		why = 0
+	}
+	out, _ := b.EndRunWhy(run, kernels, runNs, why)
+	return out
+}
+
+// EndRunWhy is EndRun where the caller says why it leaves the run out (why
+// 0: it commits the run). It returns what it did and, for a run left out,
+// why.
+func (b *Builder) EndRunWhy(run, kernels uint32, runNs uint64, why DiscardReason) (RunOutcome, DiscardReason) {
 	if b.Complete() {
 		b.pending = nil
-		return RunIgnored
+		return RunIgnored, 0
 	}
 	pr := b.find(run)
 	b.drop(run)
@@ -274,7 +322,7 @@ func (b *Builder) EndRun(run, kernels uint32, runNs uint64, commit bool) RunOutc
 	kept := b.pending[:0]
 	for _, o := range b.pending {
 		if int32(o.run-run) < 0 {
-			b.p.DiscardedRuns++
+			b.discard(DiscardRunEndLost)
 			continue
 		}
 		kept = append(kept, o)
@@ -287,20 +335,23 @@ func (b *Builder) EndRun(run, kernels uint32, runNs uint64, commit bool) RunOutc
 	}
 	switch {
 	case kernels == 0 && n == 0 && (pr == nil || !pr.overflow):
-		return RunEmpty
-	case !commit:
-		b.p.DiscardedRuns++
-		return RunDiscarded
+		return RunEmpty, 0
+	case why != 0:
+		b.discard(why)
+		return RunDiscarded, why
 	case pr == nil || pr.overflow || uint64(n) != uint64(kernels):
-		b.p.DiscardedRuns++
-		return RunIncomplete
+		b.discard(DiscardRecordsLost)
+		return RunIncomplete, DiscardRecordsLost
 	case !plausible(pr.records, runNs):
-		b.p.DiscardedRuns++
-		return RunImplausible
+		b.discard(DiscardImplausible)
+		return RunImplausible, DiscardImplausible
 	}
 	b.fold(pr.records, runNs)
-	return RunCommitted
+	return RunCommitted, 0
 }
+
+// Pending reports whether records of run are buffered.
+func (b *Builder) Pending(run uint32) bool { return b.find(run) != nil }
 
 // plausible: the run fits MaxRunNs, and each kernel and in-run gap fits the
 // run (a gap flagged as spanning the run end reaches into the next run and
@@ -346,6 +397,7 @@ func (b *Builder) fold(recs []Record, runNs uint64) {
 	if p.Runs >= p.TargetRuns {
 		p.Phase = PhaseSharing
 		b.pending = nil
+		p.addHistory()
 	}
 }
 
