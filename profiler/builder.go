@@ -310,11 +310,37 @@ func (b *Builder) EndRun(run, kernels uint32, runNs uint64, commit bool) RunOutc
 // 0: it commits the run). It returns what it did and, for a run left out,
 // why.
 func (b *Builder) EndRunWhy(run, kernels uint32, runNs uint64, why DiscardReason) (RunOutcome, DiscardReason) {
+	return b.Decide(b.Detach(run), kernels, runNs, why)
+}
+
+// EndedRun is a run whose end was reported, taken out of the Builder's
+// buffer (Detach) until the caller decides on it (Decide): the daemon
+// waits for the truth about other tasks' work before it says whether a run
+// was clean.
+type EndedRun struct {
+	run      uint32
+	recs     []Record
+	found    bool
+	overflow bool
+	ignored  bool // the profile was complete when it ended
+}
+
+// Run is the run's number.
+func (e *EndedRun) Run() uint32 { return e.run }
+
+// Detach ends run as EndRun does — runs begun before it that are still
+// pending lost their RunEnd and are dropped, later records of it or older
+// runs are ignored — and returns its records for Decide.
+func (b *Builder) Detach(run uint32) *EndedRun {
+	e := &EndedRun{run: run}
 	if b.Complete() {
 		b.pending = nil
-		return RunIgnored, 0
+		e.ignored = true
+		return e
 	}
-	pr := b.find(run)
+	if pr := b.find(run); pr != nil {
+		e.recs, e.found, e.overflow = pr.records, true, pr.overflow
+	}
 	b.drop(run)
 	if !b.stale(run) {
 		b.lastEnded, b.ended = run, true
@@ -328,25 +354,32 @@ func (b *Builder) EndRunWhy(run, kernels uint32, runNs uint64, why DiscardReason
 		kept = append(kept, o)
 	}
 	b.pending = kept
+	return e
+}
 
-	var n int
-	if pr != nil {
-		n = len(pr.records)
+// Decide folds a detached run that launched kernels kernels and took runNs
+// into the profile if why is 0 and exactly kernels records arrived, else
+// counts it discarded (by why, or by what is wrong with it). A run decided
+// after the profile completed is ignored.
+func (b *Builder) Decide(e *EndedRun, kernels uint32, runNs uint64, why DiscardReason) (RunOutcome, DiscardReason) {
+	if e.ignored || b.Complete() {
+		return RunIgnored, 0
 	}
+	n := len(e.recs)
 	switch {
-	case kernels == 0 && n == 0 && (pr == nil || !pr.overflow):
+	case kernels == 0 && n == 0 && !e.overflow:
 		return RunEmpty, 0
 	case why != 0:
 		b.discard(why)
 		return RunDiscarded, why
-	case pr == nil || pr.overflow || uint64(n) != uint64(kernels):
+	case !e.found || e.overflow || uint64(n) != uint64(kernels):
 		b.discard(DiscardRecordsLost)
 		return RunIncomplete, DiscardRecordsLost
-	case !plausible(pr.records, runNs):
+	case !plausible(e.recs, runNs):
 		b.discard(DiscardImplausible)
 		return RunImplausible, DiscardImplausible
 	}
-	b.fold(pr.records, runNs)
+	b.fold(e.recs, runNs)
 	return RunCommitted, 0
 }
 

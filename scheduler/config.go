@@ -80,6 +80,14 @@ type Config struct {
 	// profile's sequence) when the profile has one, rather than from its
 	// kernel ID alone (the paper's SK/SG); false: by kernel ID only.
 	Positional bool
+	// DriftSample: in the sharing phase, a task's hook measures one run in
+	// DriftSample (0: none) so that the core sees its profile drift
+	// (drift.go); DriftThreshold is the relative mismatch of a checked run;
+	// DriftRuns consecutive mismatching runs are a drift (0: drift
+	// detection off), after which the task is profiled again.
+	DriftSample    int
+	DriftThreshold float64
+	DriftRuns      int
 	// RunEndByPosition lets the launch of a run's last kernel (by position
 	// in the profile's sequence) end the holder's run and open the window
 	// to its next one, without waiting for the run-end report. It fills
@@ -115,6 +123,9 @@ func DefaultConfig() Config {
 		MaxCredit:         64,
 		GapEWMA:           0,
 		Positional:        true,
+		DriftSample:       16,
+		DriftThreshold:    0.15,
+		DriftRuns:         3,
 	}
 }
 

@@ -16,11 +16,11 @@ func (n *Node) notified(t *task, seq uint32, kernel uint64, at int64) {
 	n.countSeq(t, seq)
 	if t.role == RoleHolder {
 		t.gpu.noteLevel(t.prio, at)
-		n.noteLaunch(t, seq, at, n.holderLaunch(t, kernel, at, seq))
-		n.noteWork(t, at, t.busyUntil)
+		n.noteLaunch(t, seq, at, n.holderLaunch(t, kernel, at, seq), kernel)
+		n.noteWork(t, seq, at, t.busyUntil)
 		return
 	}
-	n.noteLaunch(t, seq, at, 0)
+	n.noteLaunch(t, seq, at, 0, kernel)
 	g := t.gpu
 	n.waiterRunStart(t, seq)
 	if t.credit > 0 {
@@ -37,7 +37,7 @@ func (n *Node) notified(t *task, seq uint32, kernel uint64, at int64) {
 	}
 	t.lastLaunch = at
 	t.busyUntil = g.lpBusyUntil
-	n.noteWork(t, at, t.busyUntil)
+	n.noteWork(t, seq, at, t.busyUntil)
 }
 
 // waiterRunStart starts a waiter's run at its first launch (seq) after a run
@@ -71,13 +71,12 @@ func (n *Node) requested(t *task, seq uint32, kernel uint64) error {
 			// A holder asks when its hook saw a better priority launch
 			// on the board (or had not learned its role): it holds still,
 			// against what the core knows now.
-			n.out.States = append(n.out.States, StateChange{Task: t.id, Role: t.role, Phase: t.phase, Credit: t.credit,
-				Gate: n.gate(t, 0)})
+			n.out.States = append(n.out.States, n.stateOf(t))
 		}
 		n.out.Grants = append(n.out.Grants, Grant{Task: t.id, Seq: seq, Gate: n.gate(t, 0)})
 		n.stats.Grants++
-		n.noteLaunch(t, seq, n.now, n.holderLaunch(t, kernel, n.now, seq))
-		n.noteWork(t, n.now, t.busyUntil)
+		n.noteLaunch(t, seq, n.now, n.holderLaunch(t, kernel, n.now, seq), kernel)
+		n.noteWork(t, seq, n.now, t.busyUntil)
 		n.schedule(g)
 		return nil
 	}
@@ -98,7 +97,7 @@ func (n *Node) requested(t *task, seq uint32, kernel uint64) error {
 		n.settleCredit(t, seq-prev-1)
 	}
 	t.lastActive = n.now
-	n.noteLaunch(t, seq, n.now, 0)
+	n.noteLaunch(t, seq, n.now, 0, kernel)
 	n.waiterRunStart(t, seq)
 	g.queues[t.prio] = append(g.queues[t.prio], &request{
 		t: t, seq: seq, kernel: kernel, est: n.estimateAt(t, kernel, seq), arrived: n.now, lastHold: n.now,
@@ -247,6 +246,14 @@ func (n *Node) endFill(g *gpu, at int64) {
 	if g.window.open && at < g.window.end {
 		n.stats.EarlyStops++
 	}
+	if g.window.open && g.windowGrants > 0 && at < g.lpBusyUntil {
+		// The holder is back while the low-priority work granted into its
+		// gap was predicted still to run: the gap was shorter than
+		// predicted, and the holder waits for that work.
+		n.stats.ShortGapWindows++
+		n.stats.ShortGapFills += g.windowGrants
+	}
+	g.windowGrants = 0
 	g.window.open = false
 	g.idle = false
 }
@@ -502,6 +509,7 @@ func (n *Node) fillWindow(g *gpu) {
 			g.lpInWindow = true
 		}
 		g.lpBusyUntil = start - g.reservedNs + r.est
+		g.windowGrants++
 		n.grant(r, n.creditFor(r.t, r.seq, w.end-g.lpBusyUntil-g.reservedNs), w.end)
 	}
 }

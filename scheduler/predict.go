@@ -9,6 +9,12 @@ package scheduler
 // depends on where in the run it is — else by kernel ID (the paper's SK and
 // SG).
 func (n *Node) holderKernel(h *task, k uint64, seq uint32) (dur, gap int64, hasGap, last bool) {
+	if h.refreshing() {
+		// Its profile is known to be stale: durations as best known, but
+		// none of its in-run gaps is trusted enough to fill until the new
+		// version is complete (drift.go).
+		return n.duration(h, k), 0, false, false
+	}
 	if s, ok := n.seqAt(h, seq, k); ok {
 		p := n.position(h, seq)
 		last = n.cfg.RunEndByPosition && p == len(h.est.Seq)-1 && !h.offSequence
