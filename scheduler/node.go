@@ -222,6 +222,17 @@ func (n *Node) register(e TaskRegistered) error {
 func (n *Node) remove(t *task) {
 	g := t.gpu
 	n.dropCredit(t)
+	if t.meas != nil {
+		// Its runs waiting for a verdict are decided now, on what is known.
+		for _, r := range t.meas.waiting {
+			why, ok := n.verdict(t, &r)
+			if !ok {
+				why = profiler.DiscardOverlap
+			}
+			n.decideRun(t, r, why)
+		}
+		t.meas.waiting = nil
+	}
 	n.settleAll(t)
 	g.removeTask(t)
 	delete(n.tasks, t.id)
@@ -505,6 +516,15 @@ type Stats struct {
 	// than predicted); ShortGapFills: the grants into them.
 	ShortGapWindows uint64 `json:"short_gap_windows"`
 	ShortGapFills   uint64 `json:"short_gap_fills"`
+}
+
+// Undecided is how many of a task's ended runs wait for a verdict (0 for
+// an unknown task).
+func (n *Node) Undecided(id TaskID) int {
+	if t := n.tasks[id]; t != nil && t.meas != nil {
+		return len(t.meas.waiting)
+	}
+	return 0
 }
 
 // TaskInfo describes one task for status output.

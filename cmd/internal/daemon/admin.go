@@ -56,6 +56,11 @@ type TaskStatus struct {
 	// Verified: the registering pid was shown to own the task's socket, so
 	// only that process's sockets speak for the task (docs/security.md).
 	Verified bool `json:"pid_verified"`
+	// ProfileVersion is the version of the profile the task is scheduled
+	// by (0 while it profiles); Refreshing: it drifted from it and the next
+	// version is being measured.
+	ProfileVersion uint32 `json:"profile_version"`
+	Refreshing     bool   `json:"refreshing"`
 }
 
 func newAdminServer(s *Server, path string) (*adminServer, error) {
@@ -144,7 +149,8 @@ func (s *Server) Status() Status {
 	for _, t := range s.core.Tasks() {
 		st.Tasks = append(st.Tasks, TaskStatus{ID: uint32(t.ID), Key: t.Key, PID: t.PID, Priority: t.Priority,
 			GPU: t.GPU, Model: t.Model, Role: t.Role.String(), Phase: t.Phase.String(), Credit: t.Credit,
-			Runs: t.Runs, Waiting: t.Waiting, JCTNs: t.JCTNs, Verified: s.tasks[t.ID] != nil && s.tasks[t.ID].proven})
+			Runs: t.Runs, Waiting: t.Waiting, JCTNs: t.JCTNs, Verified: s.tasks[t.ID] != nil && s.tasks[t.ID].proven,
+			ProfileVersion: t.ProfileVersion, Refreshing: t.Refreshing})
 	}
 	return st
 }
