@@ -1,7 +1,7 @@
 /* hook.h — what the parts of libfikit_hook.so share (docs/design.md "Hook";
  * hookclient/README.md has the picture). Everything here is internal: the
  * library is built with -fvisibility=hidden and exports only the wrappers
- * generated from hooks.def, dlsym and fikit_run_end. */
+ * generated from hooks.def, dlsym, fikit_run_end and fikit_flush. */
 #ifndef FIKIT_HOOK_H
 #define FIKIT_HOOK_H
 
@@ -139,8 +139,17 @@ typedef struct fk_task {
 	_Atomic uint64_t token;            /* the registration's, on every message about the task */
 	_Atomic uint64_t backoff_until_ns; /* waiter: pass through until then (failed open) */
 	atomic_uint reg_gen;               /* acks received: tells a registration from the one before */
+	atomic_uint sample;                /* sharing: one run in this many measured (0: none) */
+	atomic_uint profile_runs;          /* T (measure.c's uncertainty bound) */
 	_Alignas(64) atomic_uint seq;      /* per-task launch counter (design) */
 	_Alignas(64) atomic_uint run_kernels;
+	atomic_uint sampling;     /* this run is measured though the task shares (its first launch decided) */
+	atomic_uint runs_started; /* runs begun: which are sampled */
+	/* Run ends pushed to the sender, and those it has shipped (sent with
+	 * their measurements): a profiling run's end waits for the one before
+	 * (sync.c), ship_waiters threads do (futex on runs_shipped). */
+	atomic_uint runs_ended, runs_shipped, ship_waiters;
+	uint32_t runs_processed; /* sender thread only */
 	_Atomic uint64_t run_start_ns;
 	_Atomic(fk_evpool *) pool;
 	/* Kernels in flight under the bound (inflight.c): events recorded after
@@ -206,6 +215,13 @@ int fk_ctl_target(const fk_msg_in *m);
 /* Wake the sender (an eventfd write; it polls otherwise). */
 void fk_sender_wake(void);
 extern int fk_wake_fd; /* the sender's eventfd, -1 before it starts */
+/* fikit_flush(): the flushes requested (the sender serves the latest),
+ * and waiting for the one numbered gen to be over, at most ms; 1 if
+ * everything it covered is durable at the daemon. */
+extern atomic_uint fk_flush_req;
+int fk_ctl_flush_wait(unsigned gen, unsigned ms);
+/* The sender: the flush it is asking the daemon about now (FLUSHED ends it). */
+void fk_ctl_flush_serving(unsigned gen);
 /* Fork: the lock is held across fork; the child starts over. */
 void fk_ctl_lock(void);
 void fk_ctl_unlock(void);
@@ -214,7 +230,8 @@ void fk_ctl_reset_child(void);
 /* ---- the ring between launching threads and the sender ---- */
 
 enum { FK_REC_LAUNCH = 1, FK_REC_RUN_END = 2 };
-enum { FK_RF_NOTIFY = 1, FK_RF_MEASURE = 2 };
+/* NOEV: the launch was to be measured but had no event pair. */
+enum { FK_RF_NOTIFY = 1, FK_RF_MEASURE = 2, FK_RF_NOEV = 4 };
 
 /* One fixed-size record per launch. */
 typedef struct fk_rec {
@@ -306,6 +323,8 @@ typedef struct fk_run_done {
 	int ended;
 	uint32_t kernels, reason, last_seq;
 	uint64_t run_ns;
+	int measured;       /* its records are settled and ready to ship */
+	uint8_t unmeasured; /* measured but not shippable: why (FK_UNMEASURED_*) */
 } fk_run_done;
 void fk_measure_item(fk_task *t, const fk_rec *r);
 int fk_measure_poll(fk_task *t, int exiting, int *pending, fk_run_done *done);

@@ -19,13 +19,18 @@ import (
 //   - timing, sampled runs: the hook measures one run in DriftSample with
 //     events as while profiling, and a clean one (no other task's work on
 //     the GPU, measured) is compared with the profile: its kernels' total
-//     duration, and its gaps that the profile predicts long enough to fill
-//     (≥ MinGap). After a mismatch every run is sampled until the streak
-//     ends or becomes a drift.
+//     duration, device time. After a mismatch every run is sampled until
+//     the streak ends or becomes a drift.
+//
+// Gaps are not compared: they are host time, and a profile's mean gap at a
+// position holds the rare long host delays of its runs (a preempted
+// launching thread: on a busy 2-core host single gaps of milliseconds made
+// means of 100–300 µs where the gap is 7 µs in most runs), so a sampled
+// run's gaps differ from it without anything having changed. The online
+// correction (GapEWMA) learns the gaps the daemon sees instead.
 //
 // A run mismatches when the unknown share, or the relative error of the
-// durations, is above DriftThreshold, or the fillable gaps are shorter than
-// predicted by more than DriftThreshold. A drift is DriftRuns consecutive
+// durations, is above DriftThreshold. A drift is DriftRuns consecutive
 // checked runs of one check mismatching; a run of that check that matches
 // ends the streak, so one outlier never makes a drift. Then the task is
 // profiled again — in the sharing phase, every run sampled, its clean runs
@@ -190,14 +195,9 @@ func (n *Node) sampleDecided(t *task, r endedRun, why profiler.DiscardReason) {
 		return
 	}
 	n.stats.DriftSamples++
-	durErr, gapErr, hasDur, hasGap := n.compareSample(t, r.sample, r.sampleMatches)
-	thr := n.cfg.DriftThreshold
 	var why2 string
-	switch {
-	case hasDur && math.Abs(durErr) > thr:
+	if durErr, ok := n.compareSample(t, r.sample, r.sampleMatches); ok && math.Abs(durErr) > n.cfg.DriftThreshold {
 		why2 = fmt.Sprintf("kernel durations %+.0f%%", 100*durErr)
-	case hasGap && gapErr < -thr:
-		why2 = fmt.Sprintf("fillable gaps %+.0f%%", 100*gapErr)
 	}
 	if why2 == "" {
 		d.timingStreak, d.kept = 0, nil
@@ -224,40 +224,28 @@ func (n *Node) sampleDecided(t *task, r endedRun, why profiler.DiscardReason) {
 	}
 }
 
-// compareSample compares a sampled run's records with t's profile: the
-// relative error of its kernels' total duration, and of its gaps that the
-// profile predicts fillable (≥ MinGap), each with whether there was
-// anything to compare. By position when the run launched the profile's
-// sequence, else by kernel ID (IDs the profile lacks are left out).
-func (n *Node) compareSample(t *task, recs []profiler.Record, byPos bool) (durErr, gapErr float64, hasDur, hasGap bool) {
-	var dm, dp, gm, gp float64
+// compareSample is the relative error of a sampled run's kernels' total
+// duration against t's profile, and whether there was anything to compare:
+// by position when the run launched the profile's sequence, else by kernel
+// ID (IDs the profile lacks are left out).
+func (n *Node) compareSample(t *task, recs []profiler.Record, byPos bool) (float64, bool) {
+	var dm, dp float64
 	for i, r := range recs {
-		var pd, pg int64
-		hasPG := false
+		pd := int64(0)
 		if byPos {
-			s := t.est.Seq[i]
-			pd, pg, hasPG = s.DurNs, s.GapNs, i+1 < len(recs)
+			pd = t.est.Seq[i].DurNs
+		} else if ke, ok := t.est.kernel(r.KernelID); ok {
+			pd = ke.MeanNs
 		} else {
-			ke, ok := t.est.kernel(r.KernelID)
-			if !ok {
-				continue
-			}
-			pd, pg, hasPG = ke.MeanNs, ke.GapNs, ke.HasGap
+			continue
 		}
 		dm += float64(r.DurationNs)
 		dp += float64(pd)
-		if hasPG && r.Flags&profiler.FlagGapSpansRunEnd == 0 && pg >= n.cfg.MinGap {
-			gm += float64(r.GapNs)
-			gp += float64(pg)
-		}
 	}
-	if dp > 0 {
-		durErr, hasDur = dm/dp-1, true
+	if dp <= 0 {
+		return 0, false
 	}
-	if gp > 0 {
-		gapErr, hasGap = gm/gp-1, true
-	}
-	return durErr, gapErr, hasDur, hasGap
+	return dm/dp - 1, true
 }
 
 // startRefresh profiles a drifted task again: the next version, from its

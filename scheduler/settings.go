@@ -94,7 +94,7 @@ var Settings = []Setting{
 		Help:  "in the sharing phase a task's hook measures one run in this many, to see its profile drift (0: none; new kernel IDs are seen anyway)",
 		field: func(c *Config) any { return &c.DriftSample }},
 	{Name: "drift-threshold", Kind: KindFloat, Min: 0, MinOpen: true, Max: 100,
-		Help:  "a checked run mismatches its profile when kernel IDs it lacks, or its kernels' total duration, or its fillable gaps are off by more than this share",
+		Help:  "a checked run mismatches its profile when the share of its launches of kernel IDs the profile lacks, or its kernels' total duration's relative error, is above this",
 		field: func(c *Config) any { return &c.DriftThreshold }},
 	{Name: "drift-runs", Kind: KindInt, Min: 0, Max: 1000,
 		Help:  "consecutive mismatching checked runs that make a drift, after which the task is profiled again without stopping the others (0: off)",

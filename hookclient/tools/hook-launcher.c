@@ -14,7 +14,10 @@
  * graph-build, threads (two threads at once), fork (a child process
  * mid-run), exit-run (direct, and one more run from an atexit handler that
  * runs after the hook's: a framework's teardown, such as a C++ static
- * destructor that synchronizes, after the hook said Goodbye).
+ * destructor that synchronizes, after the hook said Goodbye), flush-exit
+ * (direct, then fikit_flush() found with dlsym — "flush N" on stderr, N its
+ * result, or "flush none" without the hook — then _exit: no atexit
+ * handler), exit-now (direct, then _exit without a flush).
  *
  * Every kernel of the PTX whose first parameter is a .u64 *_ns runs for
  * DUR_NS (default 2000). Each run launches every entry once (entry i with
@@ -397,6 +400,18 @@ int main(int argc, char **argv)
 		 * handler (atexit runs them in reverse order). */
 		atexit(exit_run);
 		path = "direct";
+	}
+	if (!strcmp(path, "flush-exit") || !strcmp(path, "exit-now")) {
+		plain_runs("direct", runs);
+		if (path[0] == 'f') {
+			/* As a program that may run without the hook finds it. */
+			int (*flush)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "fikit_flush");
+			if (flush)
+				dprintf(2, "flush %d\n", flush());
+			else
+				dprintf(2, "flush none\n");
+		}
+		_exit(0);
 	}
 	if (!strncmp(path, "graph", 5))
 		graph_runs(path, runs);

@@ -36,6 +36,33 @@ type Config struct {
 	PostNs   int64  // busy host time after a run's synchronisation (not part of its JCT)
 	Arrivals Arrivals
 	JSON     bool
+	// Change, from measured run ChangeAt on (ChangeAt > 0), scales every
+	// kernel's duration by its DurationScale and every grid's x by its
+	// GridScale: a service that drifts from its profile mid-run (a clock
+	// or driver change: same kernel IDs, longer; a batch size doubling: new
+	// grids, so new kernel IDs).
+	ChangeAt int
+	Change   Change
+}
+
+// Change is how a replay's kernels change mid-run (Config.ChangeAt).
+type Change struct {
+	DurationScale float64 // 0: unchanged
+	GridScale     uint32  // 0: unchanged
+}
+
+// apply returns the launches of a run after the change.
+func (c Change) apply(ls []launch) []launch {
+	out := append([]launch(nil), ls...)
+	for i := range out {
+		if c.DurationScale > 0 {
+			out[i].durNs = uint64(float64(out[i].durNs)*c.DurationScale + 0.5)
+		}
+		if c.GridScale > 1 {
+			out[i].grid[0] *= c.GridScale
+		}
+	}
+	return out
 }
 
 // RunRecord is one measured run, as printed with --json.
@@ -65,6 +92,15 @@ type DeviceTotals struct {
 // GPU).
 type Totaler interface {
 	Totals() (DeviceTotals, bool)
+}
+
+// Flusher is a Device whose process may run under fikit's hook, which must
+// be told to ship what it measured before the process exits: a Go program's
+// exit runs no atexit handler (hookclient/README.md "Flush"). Flush reports
+// whether the hook is there (hooked) and whether it confirmed that the
+// daemon has everything (ok).
+type Flusher interface {
+	Flush() (hooked, ok bool)
 }
 
 type launch struct {
@@ -117,8 +153,16 @@ func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64
 		}
 	}
 	var base int64
+	changed := ls
+	if cfg.ChangeAt > 0 {
+		changed = cfg.Change.apply(ls)
+	}
 	for r := 0; r < cfg.Warmup+cfg.Runs; r++ {
 		j := r - cfg.Warmup // measured run index, < 0 during warmup
+		run := ls
+		if cfg.ChangeAt > 0 && j >= cfg.ChangeAt {
+			run = changed
+		}
 		var arrival int64
 		if j >= 0 && offsets != nil {
 			if j == 0 {
@@ -133,7 +177,7 @@ func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64
 				return jcts, ErrInterrupted
 			}
 		}
-		start, end, err := runOnce(ls, cfg.PreNs, dev, done)
+		start, end, err := runOnce(run, cfg.PreNs, dev, done)
 		if err != nil {
 			if err == ErrInterrupted {
 				return jcts, err
@@ -153,7 +197,7 @@ func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64
 		}
 		jcts = append(jcts, end-start)
 		if cfg.JSON {
-			rec := RunRecord{Run: j, StartNs: start, JCTNs: end - start, Kernels: len(ls), BlockedNs: blocked}
+			rec := RunRecord{Run: j, StartNs: start, JCTNs: end - start, Kernels: len(run), BlockedNs: blocked}
 			if offsets != nil {
 				w := max(start-arrival, 0)
 				rec.WaitNs = &w
