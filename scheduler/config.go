@@ -74,7 +74,10 @@ type Config struct {
 	// MaxCredit caps the launches granted without a round trip.
 	MaxCredit int
 	// GapEWMA, if > 0, is the weight of the newest observation in the online
-	// correction of per-kernel gap predictions; 0 disables the correction.
+	// correction of gap predictions (by position in the run, or by kernel
+	// ID): an observation below the estimate gets at least 1/2; 0 disables
+	// the correction. On by default: it cut the windows filled past a
+	// shorter gap (docs/scheduler.md "Prediction feedback").
 	GapEWMA float64
 	// Positional predicts from a kernel's position in its run (the
 	// profile's sequence) when the profile has one, rather than from its
@@ -121,7 +124,7 @@ func DefaultConfig() Config {
 		HeartbeatInterval: int64(20 * time.Millisecond),
 		ProfileRuns:       100,
 		MaxCredit:         64,
-		GapEWMA:           0,
+		GapEWMA:           0.125,
 		Positional:        true,
 		DriftSample:       16,
 		DriftThreshold:    0.15,

@@ -176,16 +176,7 @@ func (n *Node) holderLaunch(h *task, k uint64, now int64, seq uint32) int64 {
 	if n.cfg.GapEWMA > 0 && h.lastKernel != 0 && h.lastLaunch > 0 && h.inRun {
 		// The gap actually left after the previous kernel, as far as the
 		// daemon can see it: from its predicted end to this launch.
-		actual := maxi(0, now-h.busyUntil)
-		prev, ok := h.gapCorr[h.lastKernel]
-		if !ok {
-			prev = n.gapOf(h, h.lastKernel)
-		}
-		if h.gapCorr == nil {
-			h.gapCorr = map[uint64]int64{}
-		}
-		w := n.cfg.GapEWMA
-		h.gapCorr[h.lastKernel] = int64((1-w)*float64(prev) + w*float64(actual))
+		n.correctGap(h, maxi(0, now-h.busyUntil))
 	}
 	h.anchorRun(seq)
 	if !h.inRun {

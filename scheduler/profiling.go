@@ -215,17 +215,21 @@ func (n *Node) settleAll(x *task) {
 	}
 }
 
-// overlap says whether a run that spanned [start, end] met other tasks'
-// work: met (some work), and whether all of what it met is settled.
-func (m *measured) overlap(start, end int64) (met, settled bool) {
-	settled = true
+// overlap is how much of [start, end] other tasks' work covered: all of
+// it, and the settled part (spans may overlap each other: the sum bounds
+// the union from above). Work that touches the run counts 1 ns at least (a
+// launch whose work is predicted to take no time is still work).
+func (m *measured) overlap(start, end int64) (all, settled int64) {
 	for _, f := range m.foreign {
 		if f.from < end && f.to > start {
-			met = true
-			settled = settled && f.settled
+			d := maxi(mini(f.to, end)-maxi(f.from, start), 1)
+			all += d
+			if f.settled {
+				settled += d
+			}
 		}
 	}
-	return met, settled
+	return all, settled
 }
 
 // forget drops foreign work over before t: the runs still to be decided
@@ -380,14 +384,31 @@ func (n *Node) verdict(t *task, r *endedRun) (profiler.DiscardReason, bool) {
 	case r.unmeasured != 0:
 		return r.unmeasured, true
 	}
-	met, settled := t.meas.overlap(r.start, r.end)
+	all, settled := t.meas.overlap(r.start, r.end)
+	tol := n.overlapTolerance(t, r)
 	switch {
-	case !met:
+	case all <= tol:
 		return 0, true
-	case settled || n.now >= r.end+maxVerdictDelay:
+	case settled > tol || n.now >= r.end+maxVerdictDelay:
 		return profiler.DiscardOverlap, true
 	}
 	return 0, false
+}
+
+// overlapTolerance is how much of a measured run other tasks' work may
+// cover and the run still count as clean. None while a task profiles for
+// the first time (it holds the GPU alone: nothing should). A sharing task's
+// runs (drift samples, the next version after a drift) are filled around
+// by design: the low-priority work granted into the gap before a run often
+// still runs as it starts, and that only delays its first kernel's start —
+// the context switch back — which the hook's events do not count as any
+// kernel's time. Up to two switches and a fiftieth of the run are
+// tolerated; more, and a kernel may have been time-sliced with foreign work.
+func (n *Node) overlapTolerance(t *task, r *endedRun) int64 {
+	if t.phase == PhaseProfiling {
+		return 0
+	}
+	return 2*n.cfg.SwitchCost + (r.end-r.start)/50
 }
 
 // verdictAt is when the oldest run of g waiting for a verdict is decided

@@ -86,7 +86,7 @@ var Settings = []Setting{
 	{Name: "max-credit", Kind: KindInt, Min: 0, Max: math.MaxUint32,
 		Help: "most launches granted without a round trip (0 disables credit)", field: func(c *Config) any { return &c.MaxCredit }},
 	{Name: "gap-ewma", Kind: KindFloat, Min: 0, Max: 1,
-		Help: "weight of online gap correction (0 = off)", field: func(c *Config) any { return &c.GapEWMA }},
+		Help: "weight of the online gap correction (a gap shorter than predicted weighs at least 1/2; 0 = off)", field: func(c *Config) any { return &c.GapEWMA }},
 	{Name: "positional", Kind: KindBool,
 		Help:  "predict from a kernel's position in its run (the profile's sequence), not its kernel ID alone",
 		field: func(c *Config) any { return &c.Positional }},
