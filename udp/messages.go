@@ -405,7 +405,7 @@ var messages = [...]messageDef{
 		u32("task_id"), str("message")),
 	TypeKernelInfo: def[KernelInfo]("KernelInfo", ToDaemon, u32("task_id"), u64("kernel_id"), cut(str("name")),
 		field{name: "grid", kind: kTriple}, field{name: "block", kind: kTriple}, tokenField).
-		about("once per kernel ID per registration while profiling; a name too long is cut"),
+		about("once per kernel ID per registration while measuring; a name too long is cut"),
 	TypeLaunchBatch: def[LaunchBatch]("LaunchBatch", ToDaemon, u32("task_id"), u32("seq"), u64("base_ns"),
 		field{name: "launches", kind: kLaunches}, tokenField).
 		about("consecutive launches (seq, seq+1, …) reported after the fact; launch i happened at `base_ns + offset_ns` on the hook's CLOCK_MONOTONIC"),
