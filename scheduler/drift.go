@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/fikit/fikit/profiler"
 )
@@ -17,10 +18,11 @@ import (
 //   - kernels, every run: the share of the run's launches whose kernel ID
 //     the profile does not know (from the launch reports);
 //   - timing, sampled runs: the hook measures one run in DriftSample with
-//     events as while profiling, and a clean one (no other task's work on
-//     the GPU, measured) is compared with the profile: its kernels' total
-//     duration, device time. After a mismatch every run is sampled until
-//     the streak ends or becomes a drift.
+//     events as while profiling, and the run is compared with the profile:
+//     the median over its kernels of measured over predicted duration
+//     (device time; the median, so that the few kernels other tasks' work
+//     delayed do not decide it). After a mismatch every run is sampled
+//     until the streak ends or becomes a drift.
 //
 // Gaps are not compared: they are host time, and a profile's mean gap at a
 // position holds the rare long host delays of its runs (a preempted
@@ -29,12 +31,13 @@ import (
 // run's gaps differ from it without anything having changed. The online
 // correction (GapEWMA) learns the gaps the daemon sees instead.
 //
-// A run mismatches when the unknown share, or the relative error of the
-// durations, is above DriftThreshold. A drift is DriftRuns consecutive
+// A run mismatches when the unknown share, or the median's relative error,
+// is above DriftThreshold. A drift is DriftRuns consecutive
 // checked runs of one check mismatching; a run of that check that matches
 // ends the streak, so one outlier never makes a drift. Then the task is
 // profiled again — in the sharing phase, every run sampled, its clean runs
-// folded into the next version (the clean mismatching samples first) — while
+// folded into the next version (the clean mismatching samples that found
+// the drift too, once their verdicts come) — while
 // it keeps its role; only its in-run gaps, which the stale profile
 // predicts, are not filled until the new version is complete.
 
@@ -47,8 +50,8 @@ type driftState struct {
 	// suspect: a sampled run mismatched: every run is sampled until the
 	// streak ends or makes a drift.
 	suspect bool
-	// kept are the clean mismatching samples of the timing streak: the
-	// first runs of the next version if it comes.
+	// kept are the timing streak's mismatching samples found clean: the
+	// first runs of the next version if the streak makes a drift.
 	kept []endedRun
 	// why describe the latest mismatch of each check.
 	kernelWhy, timingWhy string
@@ -180,78 +183,99 @@ func (n *Node) checkKernels(t *task, first, next uint32) {
 	}
 }
 
-// sampleDecided is the timing check of a sampled run, once its verdict (why
-// it is not clean, 0 if it is) is known.
-func (n *Node) sampleDecided(t *task, r endedRun, why profiler.DiscardReason) {
+// checkTiming is the timing check of a sampled run, as soon as it ends:
+// the median kernel is not one of the few that other tasks' work delayed,
+// so it need not wait for the verdict on whether the run was clean. It
+// reports whether the run mismatched.
+func (n *Node) checkTiming(t *task, r *endedRun) bool {
 	d := t.drift
-	if d == nil || t.prof != nil {
-		return // refreshing meanwhile: the refresh measures every run
-	}
-	if why == 0 && uint32(len(r.sample)) != r.kernels {
-		why = profiler.DiscardRecordsLost
-	}
-	if why != 0 {
+	if r.unmeasured != 0 || uint32(len(r.sample)) != r.kernels {
 		n.stats.DriftSamplesUnclean++
-		return
+		return false
 	}
 	n.stats.DriftSamples++
-	var why2 string
+	var why string
 	if durErr, ok := n.compareSample(t, r.sample, r.sampleMatches); ok && math.Abs(durErr) > n.cfg.DriftThreshold {
-		why2 = fmt.Sprintf("kernel durations %+.0f%%", 100*durErr)
+		why = fmt.Sprintf("kernel durations %+.0f%%", 100*durErr)
 	}
-	if why2 == "" {
+	if why == "" {
 		d.timingStreak, d.kept = 0, nil
 		if d.suspect {
 			d.suspect = false
 			n.setSample(t, uint32(n.cfg.DriftSample))
 		}
-		return
+		return false
 	}
 	n.stats.DriftMismatches++
 	d.timingStreak++
-	d.timingWhy = why2
-	d.kept = append(d.kept, r)
-	if len(d.kept) > n.cfg.DriftRuns {
-		d.kept = d.kept[1:]
-	}
+	d.timingWhy = why
 	if d.timingStreak >= n.cfg.DriftRuns {
-		n.startRefresh(t, DriftTiming, fmt.Sprintf("drift: %s, %d sampled runs in a row", why2, d.timingStreak))
-		return
-	}
-	if !d.suspect {
+		n.startRefresh(t, DriftTiming, fmt.Sprintf("drift: %s, %d sampled runs in a row", why, d.timingStreak))
+	} else if !d.suspect {
 		d.suspect = true
 		n.setSample(t, 1)
 	}
+	return true
 }
 
-// compareSample is the relative error of a sampled run's kernels' total
-// duration against t's profile, and whether there was anything to compare:
-// by position when the run launched the profile's sequence, else by kernel
-// ID (IDs the profile lacks are left out).
+// sampleDecided: a sampled run's verdict (why it is not clean, 0 if it
+// is) came. A clean one that mismatched its profile is a run of the next
+// version if its drift started one (the refresh starts from the sampled
+// runs that found it).
+func (n *Node) sampleDecided(t *task, r endedRun, why profiler.DiscardReason) {
+	if why != 0 || !r.mismatched {
+		return
+	}
+	if d := t.drift; d != nil && d.timingStreak > 0 {
+		d.kept = append(d.kept, r) // the streak goes on
+		if len(d.kept) > n.cfg.DriftRuns {
+			d.kept = d.kept[1:]
+		}
+		return
+	}
+	if p := t.prof; p != nil && p.refresh && p.b == r.next {
+		n.joinVersion(t, r)
+	}
+}
+
+// joinVersion folds a clean sampled run into the version being built.
+func (n *Node) joinVersion(t *task, r endedRun) {
+	b := t.prof.b
+	b.AddRecords(r.run, r.sample)
+	n.decideRun(t, endedRun{run: r.run, kernels: r.kernels, runNs: r.runNs, prof: b.Detach(r.run), b: b}, 0)
+}
+
+// compareSample is how much longer a sampled run's kernels ran than t's
+// profile says — the median over its kernels of the measured duration over
+// the predicted, less 1 — and whether there was anything to compare: by
+// position when the run launched the profile's sequence, else by kernel
+// ID (IDs the profile lacks are left out). The median, so that the few
+// kernels another task's work delayed (the first of a run, after a fill)
+// do not decide it.
 func (n *Node) compareSample(t *task, recs []profiler.Record, byPos bool) (float64, bool) {
-	var dm, dp float64
+	ratios := make([]float64, 0, len(recs))
 	for i, r := range recs {
 		pd := int64(0)
 		if byPos {
 			pd = t.est.Seq[i].DurNs
 		} else if ke, ok := t.est.kernel(r.KernelID); ok {
 			pd = ke.MeanNs
-		} else {
-			continue
 		}
-		dm += float64(r.DurationNs)
-		dp += float64(pd)
+		if pd > 0 {
+			ratios = append(ratios, float64(r.DurationNs)/float64(pd))
+		}
 	}
-	if dp <= 0 {
+	if len(ratios) == 0 {
 		return 0, false
 	}
-	return dm/dp - 1, true
+	slices.Sort(ratios)
+	return ratios[len(ratios)/2] - 1, true
 }
 
 // startRefresh profiles a drifted task again: the next version, from its
-// clean mismatching samples on, every run sampled. The task keeps sharing.
+// clean mismatching samples on (sampleDecided), every run sampled. The
+// task keeps sharing.
 func (n *Node) startRefresh(t *task, kind, reason string) {
-	d := t.drift
 	b, err := profiler.NewVersion(t.profile, reason, n.cfg.ProfileRuns)
 	if err != nil {
 		return // cannot happen: ProfileRuns is validated
@@ -265,11 +289,17 @@ func (n *Node) startRefresh(t *task, kind, reason string) {
 	p := b.Profile()
 	n.out.Drifts = append(n.out.Drifts, DriftEvent{Task: t.id, Key: t.key, Kind: kind, Reason: reason, Version: p.Version})
 	t.prof = &profiling{b: b, refresh: true}
-	kept := d.kept
+	// The streak's mismatching samples found clean are its first runs;
+	// those still waiting for their verdicts join it if they were clean.
+	kept := t.drift.kept
 	t.drift = nil
+	for i := range t.meas.waiting {
+		if w := &t.meas.waiting[i]; w.mismatched && w.prof == nil {
+			w.next = b
+		}
+	}
 	for _, r := range kept {
-		b.AddRecords(r.run, r.sample)
-		n.decideRun(t, endedRun{run: r.run, kernels: r.kernels, runNs: r.runNs, prof: b.Detach(r.run), b: b}, 0)
+		n.joinVersion(t, r)
 		if t.prof == nil {
 			return // complete already (ProfileRuns ≤ the samples kept)
 		}

@@ -83,6 +83,8 @@ type endedRun struct {
 	b             *profiler.Builder      // … detached from this builder
 	sample        []profiler.Record      // a drift sample's records
 	sampleMatches bool                   // a drift sample ended in the sequence order: compare by position
+	mismatched    bool                   // a drift sample that did not match the profile …
+	next          *profiler.Builder      // … and the next version its drift started
 }
 
 // Limits of the verdicts.
@@ -316,9 +318,16 @@ func (n *Node) runEnded(t *task, e RunEnded) {
 	case t.prof != nil:
 		r.prof, r.b, keep = t.prof.b.Detach(e.Run), t.prof.b, true
 	case t.drift != nil:
-		r.sample, keep = t.drift.takeSample(e.Run)
-		keep = keep || r.unmeasured != 0
+		var sampled bool
+		r.sample, sampled = t.drift.takeSample(e.Run)
 		r.sampleMatches = t.drift.inOrder(t, r.sample)
+		if sampled || r.unmeasured != 0 {
+			r.mismatched = n.checkTiming(t, &r)
+			keep = r.mismatched // its verdict decides whether it joins the next version
+			if r.mismatched && t.refreshing() {
+				r.next = t.prof.b // this run found the drift
+			}
+		}
 	}
 	if t.drift != nil && t.prof == nil && first != 0 && e.Kernels > 0 {
 		n.checkKernels(t, first, t.runStartSeq)

@@ -1,7 +1,9 @@
 package tests
 
 // Issue 28, drift: a high-priority service shares the GPU with a
-// low-priority one under fikit, and drifts from its profile mid-run — its
+// low-priority one under fikit (testdata/gappy.csv: 12 kernels of 80–135 µs
+// a launch every 250 µs, so its in-run gaps are filled; mobilenet, whose
+// short kernels fill them), and drifts from its profile mid-run — its
 // kernels keep their IDs but run 30 % longer (a clock or driver change),
 // or its batch doubles (new grids: new kernel IDs). The daemon must find
 // the drift within a few runs (sampled runs for the first, every run's
@@ -17,6 +19,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestDriftEndToEnd(t *testing.T) {
@@ -35,8 +39,9 @@ func TestDriftEndToEnd(t *testing.T) {
 			rec := filepath.Join(dir, "decisions.jsonl")
 			d := startServe(t, dir, "", "--profile-runs", "20", "--record", rec)
 			env := simgpuEnv(t, uniqueShm(t))
-			hp := replaySpec{trace: "h100/resnet50_4_fwd", cpuNs: 12000, prio: 0, key: "drift-hp", sched: d.addr, runs: 40}
-			lp := replaySpec{trace: "h100/bert_2_fwd", cpuNs: 5000, prio: 5, key: "drift-lp", sched: d.addr, runs: 40}
+			hp := replaySpec{trace: filepath.Join(repoRoot(t), "tests", "testdata", "gappy.csv"), cpuNs: 250_000, prio: 0,
+				key: "drift-hp", sched: d.addr, runs: 40}
+			lp := replaySpec{trace: "h100/mobilenet_4_fwd", cpuNs: 5000, prio: 5, key: "drift-lp", sched: d.addr, runs: 40}
 			profileFully(t, d, env, hp)
 			profileFully(t, d, env, lp)
 
@@ -48,21 +53,57 @@ func TestDriftEndToEnd(t *testing.T) {
 				t.Fatalf("the low-priority service did not get going: %s", lproc.Kill())
 			}
 			const changeAt = 60
-			hp.hooked, hp.runs, hp.interval = true, 400, 5*time.Millisecond
+			hp.hooked, hp.runs, hp.interval = true, 400, 6*time.Millisecond
 			hcmd, hargs := hp.command(t)
 			hargs = append(hargs, append([]string{"--change-at", fmt.Sprint(changeAt)}, tc.change...)...)
-			r := runCmd(t, 3*time.Minute, env, hcmd, hargs...)
+			hproc := startCmd(t, env, hcmd, hargs...)
+			// The version the service is scheduled by, while it runs, and
+			// when the daemon first used version 2; fills into gaps shorter
+			// than predicted as the daemon counted them then.
+			version := 0
+			var v2At int64
+			type snap struct {
+				at    int64
+				short float64
+			}
+			var snaps []snap
+			for done := false; !done; {
+				select {
+				case <-hproc.done:
+					done = true
+				case <-time.After(50 * time.Millisecond):
+				}
+				st := statusStats(t, fikit, dir)
+				at := monoNs()
+				for _, ta := range d.status(t).Tasks {
+					if ta.Key == hp.key {
+						if ta.ProfileVersion == 2 && version < 2 {
+							v2At = at
+						}
+						version = max(version, ta.ProfileVersion)
+					}
+				}
+				snaps = append(snaps, snap{at, st["short_gap_windows"]})
+			}
+			shortAt := func(at int64) float64 { // the daemon's count by then
+				v := 0.0
+				for _, s := range snaps {
+					if s.at <= at {
+						v = s.short
+					}
+				}
+				return v
+			}
+			r := hproc.Wait(time.Minute)
 			if r.ExitCode != 0 {
 				t.Fatalf("high-priority service: %s", r)
 			}
-			st := d.status(t)
-			version := -1
-			for _, ta := range st.Tasks {
-				if ta.Key == hp.key {
-					version = ta.ProfileVersion
+			lproc.Kill()
+			for k, v := range statusStats(t, fikit, dir) {
+				if strings.HasPrefix(k, "drift") || strings.HasPrefix(k, "short_gap") || k == "profiles_refreshed" {
+					t.Logf("stats.%s = %v", k, v)
 				}
 			}
-			lproc.Kill()
 			d.stop(t)
 
 			runs := parseRuns(t, r.Stdout)
@@ -109,6 +150,32 @@ func TestDriftEndToEnd(t *testing.T) {
 			case version != 2:
 				t.Errorf("the service is scheduled by version %d at the end", version)
 			}
+			// The high-priority runs' GPU interference (simgpu's ground
+			// truth) before the change, with the stale profile, and with
+			// version 2; the short-gap windows the daemon counted up to
+			// version 2's use and after.
+			lpRuns := parseRuns(t, lproc.Stdout())
+			phase := func(from, to int64) string {
+				n, lp := 0, 0
+				var blocked float64
+				for _, run := range runs {
+					if run.BlockedNs != nil && run.StartNs >= from && run.StartNs < to {
+						n++
+						blocked += float64(*run.BlockedNs)
+					}
+				}
+				for _, run := range lpRuns {
+					if run.StartNs >= from && run.StartNs < to {
+						lp++
+					}
+				}
+				short := shortAt(to) - shortAt(from)
+				return fmt.Sprintf("%d runs: interference %.1f µs a run, %.1f short-gap windows per 100 runs, %d LP runs", n,
+					blocked/max(float64(n), 1)/1e3, 100*short/max(float64(n), 1), lp)
+			}
+			changeNs, endNs := runs[changeAt].StartNs, runs[len(runs)-1].StartNs+1
+			t.Logf("%s (HP GPU interference: simgpu's ground truth): before the change %s; stale profile %s; version 2 %s",
+				tc.name, phase(runs[0].StartNs, changeNs), phase(changeNs, v2At), phase(v2At, endNs))
 			// No drift before the change.
 			for _, run := range runs {
 				if run.Run < changeAt-1 && run.StartNs+run.JCTNs > drift.T {
@@ -145,4 +212,28 @@ func readRecord(t testing.TB, path string) []recordLine {
 	}
 	slices.SortStableFunc(recs, func(a, b recordLine) int { return int(a.T - b.T) })
 	return recs
+}
+
+// statusStats is the daemon's status stats, numbers only.
+func statusStats(t testing.TB, fikit, dir string) map[string]float64 {
+	t.Helper()
+	r := runCmd(t, 10*time.Second, nil, fikit, "status", "--data-dir", dir, "--json")
+	var sd struct {
+		Stats map[string]any `json:"stats"`
+	}
+	_ = json.Unmarshal([]byte(r.Stdout), &sd)
+	out := map[string]float64{}
+	for k, v := range sd.Stats {
+		if f, ok := v.(float64); ok {
+			out[k] = f
+		}
+	}
+	return out
+}
+
+// monoNs is CLOCK_MONOTONIC, the clock of the replayer's start_ns.
+func monoNs() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }
