@@ -240,8 +240,12 @@ static int measure_all(int *pending, int force)
 			for (int j = 0; j < k; j++) {
 				if (acts[j].type == FK_ACT_RECORDS)
 					fk_measure_ship(t, &acts[j]);
-				else if (acts[j].type == FK_ACT_SEND)
+				else if (acts[j].type == FK_ACT_SEND) {
+					if (acts[j].msg.type == FK_MSG_RUN_END && acts[j].msg.unmeasured)
+						fk_log(FK_LOG_DEBUG, "run %u withheld (unmeasured %u)", acts[j].msg.run,
+						       acts[j].msg.unmeasured);
 					fk_link_put(&acts[j].msg);
+				}
 			}
 			fk_measure_run_done(t);
 			t->runs_processed++;
