@@ -52,6 +52,11 @@ type TaskStatus struct {
 	Verified bool `json:"pid_verified"`
 }
 
+// adminIdleTimeout closes an admin connection idle between requests: a
+// client that keeps connections alive and never reuses them would hold a
+// descriptor and a goroutine of the daemon each, for its lifetime.
+var adminIdleTimeout = 30 * time.Second
+
 func newAdminServer(s *Server, path string) (*adminServer, error) {
 	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
 		c.Close()
@@ -74,7 +79,8 @@ func newAdminServer(s *Server, path string) (*adminServer, error) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(s.Status())
 	})
-	return &adminServer{path: path, ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}}, nil
+	return &adminServer{path: path, ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout: adminIdleTimeout}}, nil
 }
 
 func (a *adminServer) serve() { _ = a.srv.Serve(a.ln) }
