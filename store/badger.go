@@ -255,6 +255,19 @@ func (b *Badger) List() ([]Summary, error) {
 	return out, nil
 }
 
+// SizeBytes is the size of the database's table and value-log files, as
+// Badger last computed it (it refreshes the figure about once a minute): the
+// daemon's fikit_store_bytes metric.
+func (b *Badger) SizeBytes() int64 {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return 0
+	}
+	lsm, vlog := b.db.Size()
+	return lsm + vlog
+}
+
 // Close implements Store. It waits for calls in progress, and for Badger
 // at most CloseTimeout: past it, Close returns an error and leaves Badger's
 // goroutines to end with the process (the directory stays locked until
