@@ -5,6 +5,8 @@
 #   make test     every test (no GPU needed)
 #   make bench    the benchmark suite (fikit bench; BENCHFLAGS=--quick for the short one)
 #   make fuzz     the fuzz targets, longer than in make test
+#   make soak     services coming and going around one daemon (SOAK=30m)
+#   make test-asan / test-tsan   the C side under sanitizers (in make test)
 #
 # C code builds against NVIDIA's real cuda.h; simgpu/cuda-headers.sh finds an
 # installed toolkit or fetches Debian's nvidia-cuda-dev headers once per machine.
@@ -102,6 +104,20 @@ fuzz-run:
 	    rm -f /tmp/fikit-fuzz.$$$$.log; \
 	  done; \
 	done
+
+# ---- soak (issue 24; tests/soak_test.go, docs/operations.md "Soak") ----
+# Services of mixed priorities under fixed task keys start, run and end
+# (clean, killed, SIGSTOPped and resumed or killed) wave after wave around
+# one daemon, sampled after every wave; fails where a resource's trend over
+# the second half still rises. `make test` runs it for 40 s (TestSoak).
+SOAK        ?= 30m
+SOAK_REPORT ?= $(BUILD)/soak.md
+.PHONY: soak
+soak: all
+	@mkdir -p $(dir $(SOAK_REPORT))
+	$(GOCUDA) FIKIT_BIN=$(BIN) FIKIT_SOAK=$(SOAK) FIKIT_SOAK_REPORT=$(SOAK_REPORT) \
+		$(GO) test -p 1 -count=1 -timeout 24h -run '^TestSoak$$' -v $(GOTESTFLAGS) ./tests/ | grep -v '^=== RUN'; \
+		rc=$${PIPESTATUS[0]}; echo "soak report: $(SOAK_REPORT)"; exit $$rc
 
 clean:
 	rm -rf $(BIN) $(BUILD)
