@@ -11,7 +11,7 @@
  * (cuLaunchCooperativeKernel), library (cuLibraryGetKernel: CUkernel passed
  * as CUfunction, and cuKernelGetFunction), enumerate (handles from
  * cuModuleEnumerateFunctions: named only by cuFuncGetName), graph-capture,
- * graph-build, threads (two threads at once), fork (a child process
+ * graph-build, threads (two threads at once; threadsN: N of them), fork (a child process
  * mid-run), exit-run (direct, and one more run from an atexit handler that
  * runs after the hook's: a framework's teardown, such as a C++ static
  * destructor that synchronizes, after the hook said Goodbye).
@@ -300,7 +300,7 @@ static void graph_runs(const char *path, int runs)
 	}
 }
 
-/* ---- two threads at once: thread t launches entry t only ---- */
+/* ---- threads at once: thread t launches entry t % nk only ---- */
 
 static int thread_runs;
 
@@ -328,14 +328,14 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
-static void threads(int runs)
+static void threads(int runs, int n)
 {
 	setup(NULL);
 	thread_runs = runs;
-	pthread_t th[2];
-	for (int t = 0; t < 2; t++)
+	pthread_t th[32];
+	for (int t = 0; t < n; t++)
 		pthread_create(&th[t], NULL, thread_main, (void *)(intptr_t)t);
-	for (int t = 0; t < 2; t++)
+	for (int t = 0; t < n; t++)
 		pthread_join(th[t], NULL);
 }
 
@@ -400,8 +400,14 @@ int main(int argc, char **argv)
 	}
 	if (!strncmp(path, "graph", 5))
 		graph_runs(path, runs);
-	else if (!strcmp(path, "threads"))
-		threads(runs);
+	else if (!strncmp(path, "threads", 7)) {
+		int n = path[7] ? atoi(path + 7) : 2; /* threadsN: N threads */
+		if (n < 1 || n > 32) {
+			fprintf(stderr, "hook-launcher: %s: 1 to 32 threads\n", path);
+			return 2;
+		}
+		threads(runs, n);
+	}
 	else if (!strcmp(path, "fork"))
 		fork_runs(runs);
 	else
