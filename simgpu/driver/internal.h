@@ -238,16 +238,28 @@ typedef struct sg_stream {
 	int capture_mode;
 } sg_stream;
 
+/* An event's latest record: which op of which context it is. */
+typedef struct sg_evrec {
+	int dev, dmctx;
+	uint32_t dmgen;
+	uint64_t seq;
+	int64_t end_ns;            /* from the retire callback once retired, else -1 */
+} sg_evrec;
+
 typedef struct sg_event {
 	sg_hdr h;
 	sg_ctx *ctx;
 	unsigned flags;
 	int recorded;
-	int dev, dmctx;
-	uint32_t dmgen;
-	uint64_t seq;
-	int64_t end_ns;            /* from the retire callback once retired, else -1 */
+	/* Guards rec: a record may race a wait or query on another thread,
+	 * which must see one record whole (ThreadSanitizer found them torn).
+	 * Taken inside the shared lock, never around it. Zeroed = initialized. */
+	pthread_mutex_t mu;
+	sg_evrec rec;
 } sg_event;
+
+/* The event's latest record, read whole (stream.c). */
+sg_evrec sg_event_rec(sg_event *e);
 
 typedef struct sg_gnode {
 	sg_hdr h;
