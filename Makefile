@@ -128,7 +128,7 @@ SAN_RT_tsan    = libtsan.so
 SAN_ENV_asan   = HOOK_LAUNCHER_FORK_SETTLE_MS=300 ASAN_OPTIONS=halt_on_error=1:exitcode=86:detect_leaks=1:log_path=$(BUILD)/asan/reports/asan \
                  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=86:log_path=$(BUILD)/asan/reports/ubsan \
                  LSAN_OPTIONS=exitcode=86
-SAN_ENV_tsan   = TSAN_OPTIONS=halt_on_error=1:exitcode=86:second_deadlock_stack=1:log_path=$(BUILD)/tsan/reports/tsan
+SAN_ENV_tsan   = TSAN_OPTIONS=halt_on_error=1:exitcode=86:second_deadlock_stack=1:die_after_fork=0:log_path=$(BUILD)/tsan/reports/tsan
 .PHONY: test-asan test-tsan test-san-%
 test-asan: test-san-asan
 test-tsan: test-san-tsan
