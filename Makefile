@@ -145,6 +145,12 @@ test-san-%: cuda-headers
 	  echo "$* reports:"; cat $(BUILD)/$*/reports/*; exit 1; fi; \
 	  echo "$*: no reports ($$(ls $(BUILD)/$*/reports | wc -l) files of runtime warnings only)"
 
+# ---- C fuzzing (issue 24; hookclient/fuzz/build.mk) ----
+include hookclient/fuzz/build.mk
+# Added to make test and make fuzz here, so their own lines stay as they are.
+test: fuzz-c-brief test-asan test-tsan
+fuzz: fuzz-c
+
 # ---- soak (issue 24; tests/soak_test.go, docs/operations.md "Soak") ----
 # Services of mixed priorities under fixed task keys start, run and end
 # (clean, killed, SIGSTOPped and resumed or killed) wave after wave around
