@@ -29,6 +29,8 @@ CUresult sg_current_ctx(sg_ctx **out)
 {
 	SG_CHECK_INIT();
 	sg_ctx *c = depth > 0 ? stack[depth - 1] : NULL;
+	if (c && c->h.live && c->destroyed && c->owner == sg_p.pid)
+		return CUDA_ERROR_CONTEXT_IS_DESTROYED; /* destroyed under the thread (fault.c) */
 	if (!usable(c))
 		return CUDA_ERROR_INVALID_CONTEXT;
 	*out = c;
@@ -244,7 +246,7 @@ CUresult cuCtxSynchronize(void)
 	if (r != CUDA_SUCCESS)
 		return r;
 	sg_wait_ctx(c);
-	return CUDA_SUCCESS;
+	return sg_fault_result(CUDA_SUCCESS);
 }
 
 CUresult cuCtxGetApiVersion(CUcontext h, unsigned int *version)

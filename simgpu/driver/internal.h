@@ -14,6 +14,7 @@
  *   launch.c     kernel launches;  stream.c streams and events
  *   graph.c      graphs and stream capture;  memory.c memory and copies
  *   procaddr.c   cuGetProcAddress;  stubs.c weak NOT_SUPPORTED stubs
+ *   fault.c      injected faults (FIKIT_SIMGPU_FAULT)
  */
 #ifndef FIKIT_SIMGPU_DRIVER_INTERNAL_H
 #define FIKIT_SIMGPU_DRIVER_INTERNAL_H
@@ -139,11 +140,16 @@ typedef struct sg_proc {
 
 extern sg_proc sg_p;
 
-/* Quick check at the top of every entry point. */
-#define SG_CHECK_INIT()                                   \
-	do {                                              \
-		if (__builtin_expect(!sg_p.initialized, 0)) \
-			return CUDA_ERROR_NOT_INITIALIZED; \
+/* Quick check at the top of every entry point: initialized, and no sticky
+ * fault (fault.c) in this process. */
+extern int sg_fault_sticky;
+#define SG_CHECK_INIT()                                                              \
+	do {                                                                         \
+		if (__builtin_expect(!sg_p.initialized, 0))                          \
+			return CUDA_ERROR_NOT_INITIALIZED;                           \
+		int fault_ = __atomic_load_n(&sg_fault_sticky, __ATOMIC_RELAXED);    \
+		if (__builtin_expect(fault_ != 0, 0))                                \
+			return (CUresult)fault_;                                     \
 	} while (0)
 
 /* ---- handles (handles.c) --------------------------------------------- */
@@ -348,6 +354,17 @@ void sg_modules_unload_ctx(sg_ctx *c);            /* a destroyed context's modul
 /* Enqueue one kernel (name for the timeline) on s. */
 CUresult sg_launch(const sg_name *name, const uint32_t grid[3], const uint32_t block[3], sg_stream *s,
 		   int64_t duration_ns);
+/* fault.c: injected faults (FIKIT_SIMGPU_FAULT). sg_fault_launch enqueues
+ * the launch itself when it is the one that faults (*handled set). */
+CUresult sg_fault_launch(const sg_name *name, const uint32_t grid[3], const uint32_t block[3], sg_stream *s,
+			 int64_t duration_ns, int *handled);
+/* The sticky error once the device reached an injected fault (0: none). */
+CUresult sg_fault_poll(void);
+/* rc, unless a fault has become visible: what a synchronization returns. */
+CUresult sg_fault_result(CUresult rc);
+/* For a wait: true once a fault is visible (stop waiting); while one is
+ * armed, *until is pulled in to when the device reaches it. */
+int sg_fault_waiting(int64_t *until);
 /* graph.c: append a kernel node to the graph a stream is capturing. */
 CUresult sg_capture_kernel(sg_stream *s, sg_func *f, const uint32_t grid[3], const uint32_t block[3],
 			   unsigned shmem, int64_t duration_ns, void **kernelParams, void **extra);

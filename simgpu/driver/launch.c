@@ -54,6 +54,12 @@ static CUresult launch(CUfunction hf, const uint32_t g[3], const uint32_t b[3], 
 	int64_t dur = sg_spin_duration(f->e, kernelParams, extra);
 	if (s->capture)
 		return sg_capture_kernel(s, f, g, b, shmem, dur, kernelParams, extra);
+	if ((r = sg_fault_poll()) != CUDA_SUCCESS)
+		return r;
+	int handled;
+	r = sg_fault_launch(f->e->name, g, b, s, dur, &handled);
+	if (handled)
+		return r;
 	return sg_launch(f->e->name, g, b, s, dur);
 }
 

@@ -149,6 +149,8 @@ CUresult sg_stream_resolve(CUstream hs, int per_thread, sg_stream **out)
 		return CUDA_SUCCESS;
 	}
 	sg_stream *s = sg_lookup(v, SG_T_STREAM);
+	if (s && s->ctx->h.live && s->ctx->destroyed && s->ctx->owner == sg_p.pid)
+		return CUDA_ERROR_CONTEXT_IS_DESTROYED; /* destroyed under it (fault.c) */
 	if (!s || !s->ctx->h.live || s->ctx->destroyed || s->ctx->owner != sg_p.pid)
 		return CUDA_ERROR_INVALID_HANDLE;
 	*out = s;
@@ -224,7 +226,7 @@ static CUresult stream_query(CUstream hs, int pt)
 	sg_enter(c->dev);
 	uint64_t last = dm_stream_last_pending(sg_dm(c->dev), c->dmctx, s->sid);
 	sg_leave(c);
-	return last ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+	return sg_fault_result(last ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS);
 }
 
 CUresult cuStreamQuery(CUstream hStream) { return stream_query(hStream, 0); }
@@ -240,7 +242,7 @@ static CUresult stream_sync(CUstream hs, int pt)
 	if (s->capture)
 		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	sg_wait_stream(s);
-	return CUDA_SUCCESS;
+	return sg_fault_result(CUDA_SUCCESS);
 }
 
 CUresult cuStreamSynchronize(CUstream hStream) { return stream_sync(hStream, 0); }
@@ -440,7 +442,7 @@ CUresult cuEventQuery(CUevent hEvent)
 	sg_enter(r.dev);
 	int done = event_done_locked(e, &r, &end);
 	sg_unlock();
-	return done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+	return sg_fault_result(done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY);
 }
 
 CUresult cuEventSynchronize(CUevent hEvent)
@@ -456,7 +458,7 @@ CUresult cuEventSynchronize(CUevent hEvent)
 		sg_wait_op_blocking(r.dev, r.dmctx, r.dmgen, r.seq);
 	else
 		sg_wait_op(r.dev, r.dmctx, r.dmgen, r.seq);
-	return CUDA_SUCCESS;
+	return sg_fault_result(CUDA_SUCCESS);
 }
 
 CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
