@@ -560,6 +560,26 @@ static void *sender_main(void *arg)
 
 /* ---- start, exit, fork ---- */
 
+/* Task t leaves the scheduler: no more reports (its calls pass through),
+ * and a Goodbye if it was registered. Returns 1 if it had not left yet. */
+int fk_task_leave(fk_task *t)
+{
+	unsigned st = atomic_load(&t->state);
+	do {
+		if (st == FK_ST_DISABLED)
+			return 0;
+	} while (!atomic_compare_exchange_weak(&t->state, &st, FK_ST_DISABLED));
+	fk_task_set_pass(t);
+	if (st == FK_ST_ACTIVE && ctl >= 0) {
+		uint8_t buf[64];
+		size_t len = fk_enc_task_only(buf, sizeof buf - FK_MAC_TRAILER, FK_MSG_GOODBYE, fk_who_of(t));
+		len = fk_seal(buf, len, sizeof buf);
+		ssize_t r = send(ctl, buf, len, MSG_DONTWAIT);
+		(void)r;
+	}
+	return 1;
+}
+
 static void at_exit(void)
 {
 	if (!started)
@@ -591,15 +611,8 @@ static void at_exit(void)
 		 * this handler (a framework's static destructors synchronize)
 		 * pass through unreported. Reported, they drew Error(unknown
 		 * task), and the exiting process registered anew. */
-		unsigned st = FK_ST_ACTIVE;
-		if (!atomic_compare_exchange_strong(&fk_tasks[i].state, &st, FK_ST_DISABLED))
-			continue;
-		fk_task_set_pass(&fk_tasks[i]);
-		uint8_t buf[64];
-		size_t len = fk_enc_task_only(buf, sizeof buf - FK_MAC_TRAILER, FK_MSG_GOODBYE, fk_who_of(&fk_tasks[i]));
-		len = fk_seal(buf, len, sizeof buf);
-		ssize_t r = send(ctl, buf, len, MSG_DONTWAIT);
-		(void)r;
+		if (atomic_load(&fk_tasks[i].state) == FK_ST_ACTIVE)
+			fk_task_leave(&fk_tasks[i]);
 	}
 }
 
