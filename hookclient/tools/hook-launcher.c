@@ -24,6 +24,7 @@
  * the expected kernel IDs independently:
  *   <pid> K <name> gx gy gz bx by bz        a kernel launch
  *   <pid> G <name> gx … bz;<name> gx … bz   a graph launch and its kernel nodes
+ *   <pid> E <call> <error>                  a failed call (HOOK_LAUNCHER_ON_ERROR=continue)
  */
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
@@ -47,15 +48,35 @@ static CUcontext ctx;
 static CUfunction exit_fns[MAXK];
 static CUstream exit_stream;
 
+/* A failed call ends the program, or with HOOK_LAUNCHER_ON_ERROR=continue
+ * (a service that answers each request with an error and carries on) is
+ * printed as "<pid> E <call> <error name>" on stdout, 1 ms later the
+ * program goes on. */
+static int on_error_continue = -1;
+
+static void failed(const char *call, CUresult rc)
+{
+	const char *s = "?";
+	cuGetErrorName(rc, &s);
+	if (on_error_continue < 0) {
+		const char *v = getenv("HOOK_LAUNCHER_ON_ERROR");
+		on_error_continue = v && !strcmp(v, "continue");
+	}
+	if (!on_error_continue) {
+		fprintf(stderr, "hook-launcher: %s failed: %s (%d)\n", call, s, rc);
+		exit(1);
+	}
+	char name[64];
+	snprintf(name, sizeof name, "%.*s", (int)strcspn(call, "("), call);
+	dprintf(1, "%d E %s %s\n", (int)getpid(), name, s);
+	usleep(1000);
+}
+
 #define CK(call)                                                                                   \
 	do {                                                                                       \
 		CUresult rc_ = (call);                                                             \
-		if (rc_ != CUDA_SUCCESS) {                                                         \
-			const char *s_ = "?";                                                      \
-			cuGetErrorName(rc_, &s_);                                                  \
-			fprintf(stderr, "hook-launcher: %s failed: %s (%d)\n", #call, s_, rc_);     \
-			exit(1);                                                                   \
-		}                                                                                  \
+		if (rc_ != CUDA_SUCCESS)                                                           \
+			failed(#call, rc_);                                                        \
 	} while (0)
 
 static char *slurp(const char *path)
@@ -207,7 +228,13 @@ static void plain_runs(const char *path, int runs)
 	CUstream s = NULL; /* ptsz: the per-thread default stream */
 	if (strcmp(path, "ptsz"))
 		CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	/* HOOK_LAUNCHER_GAP_US: host time between runs (a service between
+	 * requests), the gaps lower priorities fill. */
+	const char *gap = getenv("HOOK_LAUNCHER_GAP_US");
+	useconds_t gap_us = gap && *gap ? (useconds_t)atoi(gap) : 0;
 	for (int r = 0; r < runs; r++) {
+		if (r && gap_us)
+			usleep(gap_us);
 		for (int i = 0; i < nk; i++) {
 			unsigned d[6];
 			dims_of(i, d);
