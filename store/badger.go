@@ -255,17 +255,16 @@ func (b *Badger) List() ([]Summary, error) {
 	return out, nil
 }
 
-// SizeBytes is the size of the database's table and value-log files, as
-// Badger last computed it (it refreshes the figure about once a minute): the
-// daemon's fikit_store_bytes metric.
+// SizeBytes is the space the database's files take on disk (allocated
+// blocks): the daemon's fikit_store_bytes metric. Badger's own Size() is
+// always zero with its metrics off, as they are here. 0 once closed.
 func (b *Badger) SizeBytes() int64 {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.closed {
 		return 0
 	}
-	lsm, vlog := b.db.Size()
-	return lsm + vlog
+	return diskUsage(b.dir)
 }
 
 // Close implements Store. It waits for calls in progress, and for Badger
