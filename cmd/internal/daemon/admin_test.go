@@ -12,6 +12,7 @@ import (
 
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/store"
+	"github.com/fikit/fikit/udp"
 )
 
 // A client of the admin socket that keeps its connection open and idle (an
@@ -47,5 +48,48 @@ func TestAdminClosesIdleConnections(t *testing.T) {
 	_, err = br.ReadByte()
 	if !errors.Is(err, io.EOF) {
 		t.Fatalf("idle connection after %v: %v, want the daemon to close it (EOF)", time.Since(start).Round(time.Millisecond), err)
+	}
+}
+
+// gauge reads a gauge of the daemon's registry (0 if absent).
+func gauge(s *Server, name string) float64 {
+	mfs, _ := s.met.reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.Metric) == 1 {
+			return mf.Metric[0].GetGauge().GetValue()
+		}
+	}
+	return -1
+}
+
+// The metrics of what the daemon holds per task (what `make soak` watches)
+// count a registered task and drop to zero when it says goodbye.
+func TestPerTaskMetrics(t *testing.T) {
+	st, cfg := boardTestSetup(t)
+	s := startServerWith(t, Config{Listen: "127.0.0.1:0", Store: st, Scheduler: cfg,
+		Board: filepath.Join(t.TempDir(), "board")})
+	h := newFakeHook(t, s)
+	a := h.register("svc", 5)
+	names := []string{"fikit_board_slots_in_use", "fikit_task_records", "fikit_tasks"}
+	for _, n := range names {
+		if v := gauge(s, n); v != 1 {
+			t.Errorf("%s = %v with one task registered, want 1", n, v)
+		}
+	}
+	h.send(&udp.Goodbye{TaskID: a.TaskID})
+	if !waitUntil(2*time.Second, func() bool {
+		for _, n := range names {
+			if gauge(s, n) != 0 {
+				return false
+			}
+		}
+		return true
+	}) {
+		for _, n := range names {
+			t.Errorf("%s = %v after the goodbye, want 0", n, gauge(s, n))
+		}
+	}
+	if v := gauge(s, "fikit_exit_watches"); v < 0 {
+		t.Errorf("fikit_exit_watches missing")
 	}
 }
