@@ -136,7 +136,7 @@ test-san-%: cuda-headers
 	@rm -rf $(BUILD)/$*/reports; mkdir -p $(BUILD)/$*/reports
 	@rt=$$(readlink -f $$($(CC) -print-file-name=$(SAN_RT_$*))); \
 	  test -f "$$rt" || { echo "no $(SAN_RT_$*) for $(CC): install gcc's sanitizer runtimes" >&2; exit 1; }
-	$(SAN_ENV_$*) $(MAKE) --no-print-directory BUILD=$(BUILD)/$* BIN=$(BIN)/$* \
+	$(SAN_ENV_$*) FIKIT_TEST_SANITIZED=1 $(MAKE) --no-print-directory BUILD=$(BUILD)/$* BIN=$(BIN)/$* \
 		CC="$(CC) $(SAN_FLAGS_$*)" hook simgpu test-hook test-simgpu
 	rt=$$(readlink -f $$($(CC) -print-file-name=$(SAN_RT_$*))); \
 	  $(SAN_ENV_$*) FIKIT_TEST_PRELOAD=$$rt FIKIT_BIN=$(BIN)/$* $(GOCUDA) \
