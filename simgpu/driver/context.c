@@ -93,6 +93,17 @@ static int free_ctx_objects(void *obj, void *arg)
 	return 0;
 }
 
+void sg_ctx_close_model(sg_ctx *c)
+{
+	sg_shdev *d = &sg_shared->dev[c->dev];
+	int64_t now = sg_enter(c->dev);
+	if (dm_ctx_gen(&d->dm, c->dmctx) == c->dmgen) {
+		dm_ctx_close(&d->dm, c->dmctx, now, sg_sink, d);
+		d->log[c->dmctx].want = 0;
+	}
+	sg_unlock();
+}
+
 void sg_ctx_teardown(sg_ctx *c)
 {
 	/* Destroying a context waits for its work (as cuCtxDestroy does), so
@@ -103,13 +114,7 @@ void sg_ctx_teardown(sg_ctx *c)
 		sg_unlock();
 		sg_timeline_flush();
 	}
-	sg_shdev *d = &sg_shared->dev[c->dev];
-	int64_t now = sg_enter(c->dev);
-	if (dm_ctx_gen(&d->dm, c->dmctx) == c->dmgen) {
-		dm_ctx_close(&d->dm, c->dmctx, now, sg_sink, d);
-		d->log[c->dmctx].want = 0;
-	}
-	sg_unlock();
+	sg_ctx_close_model(c);
 	c->destroyed = 1;
 	sg_obj_each(SG_T_STREAM, free_ctx_objects, c);
 	sg_modules_unload_ctx(c);

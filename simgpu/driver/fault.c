@@ -81,15 +81,8 @@ static int kill_ctx(void *obj, void *arg)
 {
 	sg_ctx *c = obj;
 	(void)arg;
-	if (c->owner != sg_p.pid || c->destroyed || c->dmctx < 0)
-		return 0;
-	sg_shdev *d = &sg_shared->dev[c->dev];
-	int64_t now = sg_enter(c->dev);
-	if (dm_ctx_gen(&d->dm, c->dmctx) == c->dmgen) {
-		dm_ctx_close(&d->dm, c->dmctx, now, sg_sink, d);
-		d->log[c->dmctx].want = 0;
-	}
-	sg_unlock();
+	if (c->owner == sg_p.pid && !c->destroyed && c->dmctx >= 0)
+		sg_ctx_close_model(c);
 	return 0;
 }
 
@@ -146,13 +139,7 @@ CUresult sg_fault_result(CUresult rc)
  * streams kept as handles of a destroyed context. */
 static void destroy_under(sg_ctx *c)
 {
-	sg_shdev *d = &sg_shared->dev[c->dev];
-	int64_t now = sg_enter(c->dev);
-	if (dm_ctx_gen(&d->dm, c->dmctx) == c->dmgen) {
-		dm_ctx_close(&d->dm, c->dmctx, now, sg_sink, d);
-		d->log[c->dmctx].want = 0;
-	}
-	sg_unlock();
+	sg_ctx_close_model(c);
 	c->destroyed = 1;
 }
 
@@ -175,17 +162,8 @@ CUresult sg_fault_launch(const sg_name *kname, const uint32_t grid[3], const uin
 		destroy_under(s->ctx);
 		return CUDA_ERROR_CONTEXT_IS_DESTROYED;
 	}
-	dm_op op;
-	memset(&op, 0, sizeof op);
-	op.type = DM_OP_KERNEL;
-	op.stream = s->sid;
-	op.flags = sg_stream_op_flags(s);
-	op.duration_ns = duration_ns;
-	op.tag = (uint64_t)(uintptr_t)kname;
-	memcpy(op.grid, grid, sizeof op.grid);
-	memcpy(op.block, block, sizeof op.block);
 	uint64_t seq;
-	CUresult r = sg_submit(s, &op, &seq);
+	CUresult r = sg_launch_seq(kname, grid, block, s, duration_ns, &seq);
 	if (r != CUDA_SUCCESS)
 		return r;
 	pthread_mutex_lock(&mu);

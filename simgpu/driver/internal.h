@@ -302,6 +302,8 @@ typedef struct sg_gexec {
 CUresult sg_current_ctx(sg_ctx **out);          /* CUDA_ERROR_INVALID_CONTEXT if none */
 CUresult sg_ctx_new(int dev, unsigned flags, int primary, sg_ctx **out);
 void sg_ctx_teardown(sg_ctx *c);
+/* Free c's model context now, dropping its queued work (no wait). */
+void sg_ctx_close_model(sg_ctx *c);
 /* Resolve a CUstream argument; per_thread: the call is a _ptsz/_ptds variant. */
 CUresult sg_stream_resolve(CUstream hs, int per_thread, sg_stream **out);
 CUresult sg_stream_alloc_id(sg_ctx *c, uint32_t *sid);
@@ -354,6 +356,9 @@ void sg_modules_unload_ctx(sg_ctx *c);            /* a destroyed context's modul
 /* Enqueue one kernel (name for the timeline) on s. */
 CUresult sg_launch(const sg_name *name, const uint32_t grid[3], const uint32_t block[3], sg_stream *s,
 		   int64_t duration_ns);
+/* The same, giving the op's seq. */
+CUresult sg_launch_seq(const sg_name *name, const uint32_t grid[3], const uint32_t block[3], sg_stream *s,
+		       int64_t duration_ns, uint64_t *seq);
 /* fault.c: injected faults (FIKIT_SIMGPU_FAULT). sg_fault_launch enqueues
  * the launch itself when it is the one that faults (*handled set). */
 CUresult sg_fault_launch(const sg_name *name, const uint32_t grid[3], const uint32_t block[3], sg_stream *s,
