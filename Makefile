@@ -119,7 +119,7 @@ fuzz-run:
 # tests/hook_helpers_test.go): it must be initialized before any
 # instrumented library, and it resolves its interceptors with
 # dlsym(RTLD_NEXT), which the hook interposes.
-SAN_TESTS = ^TestHook(Paths|Waiter|BadEnvironment|SchedulerChanges|SilentAfterGoodbye|ProfilingExit|Gate|InflightBound|RetransmitsRegister|ManyThreads|DaemonGoneAndBack)$$
+SAN_TESTS = ^TestHook(Paths|Waiter|BadEnvironment|SchedulerChanges|SilentAfterGoodbye|ProfilingExit|Gate|InflightBound|RetransmitsRegister|ManyThreads|DaemonGoneAndBack|NullFunction)$$
 SAN_FLAGS_asan = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 SAN_FLAGS_tsan = -fsanitize=thread -fno-omit-frame-pointer
 SAN_RT_asan    = libasan.so

@@ -79,3 +79,31 @@ func TestHookDaemonGoneAndBack(t *testing.T) {
 	}
 	t.Logf("launches heard: %d before the outage, %d by the daemon back on the port", heard(first), heard(second))
 }
+
+// TestHookNullFunction: a service that launches a NULL function (the
+// driver refuses it) runs on, and its real launches are heard. Under
+// make test-asan, LeakSanitizer checks the hook allocates nothing per such
+// launch (it named each one anew, unstored, before).
+func TestHookNullFunction(t *testing.T) {
+	launcher := requireBins(t, "hook-launcher")[0]
+	sched := newFakeSched(t, schedPolicy{Role: udp.RoleHolder, Phase: udp.PhaseSharing})
+	env := hookEnv(t, uniqueShm(t), sched.Addr(), "FIKIT_CONNECT_TIMEOUT_MS=3000")
+	r := runCmd(t, hookTimeout, env, launcher, kernelsPTX(t), "null", "3")
+	if r.ExitCode != 0 {
+		t.Fatalf("launcher: %v", r)
+	}
+	units := parseLauncher(t, r.Stdout)
+	waitFor(5*time.Second, func() bool { return len(ofType[*udp.Goodbye](sched.Received())) > 0 })
+	var real int
+	for _, l := range launchesByTask(sched.Received())[1] {
+		for _, u := range units {
+			if l.KernelID == u.ID {
+				real++
+				break
+			}
+		}
+	}
+	if real != len(units) {
+		t.Errorf("heard %d of the %d real launches", real, len(units))
+	}
+}

@@ -9,7 +9,8 @@
  * per-thread-default-stream flag), ptsz (cuLaunchKernel_ptsz on the
  * per-thread default stream), ex (cuLaunchKernelEx), coop
  * (cuLaunchCooperativeKernel), library (cuLibraryGetKernel: CUkernel passed
- * as CUfunction, and cuKernelGetFunction), enumerate (handles from
+ * as CUfunction, and cuKernelGetFunction), null (direct, after 20000
+ * launches of a NULL function, which the driver refuses), enumerate (handles from
  * cuModuleEnumerateFunctions: named only by cuFuncGetName), graph-capture,
  * graph-build, threads (two threads at once; threadsN: N of them), fork (a child process
  * mid-run), exit-run (direct, and one more run from an atexit handler that
@@ -136,7 +137,7 @@ static void lookup(const char *path, launch_fn *launch, sync_fn *sync)
 	*launch = cuLaunchKernel;
 	*sync = cuStreamSynchronize;
 	if (!strcmp(path, "direct") || !strcmp(path, "library") || !strcmp(path, "enumerate") ||
-	    !strcmp(path, "ex") || !strcmp(path, "coop"))
+	    !strcmp(path, "ex") || !strcmp(path, "coop") || !strcmp(path, "null"))
 		return;
 	if (!strcmp(path, "ptsz")) {
 		*launch = cuLaunchKernel_ptsz;
@@ -228,6 +229,17 @@ static void plain_runs(const char *path, int runs)
 	CUstream s = NULL; /* ptsz: the per-thread default stream */
 	if (strcmp(path, "ptsz"))
 		CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	if (!strcmp(path, "null")) {
+		/* A service's bug: launches of a NULL function, refused by the
+		 * driver (the hook must not allocate per such launch). */
+		for (int i = 0; i < 20000; i++) { /* more than the hook's ring holds */
+			void *args[] = {&dur_ns};
+			if (cuLaunchKernel(NULL, 1, 1, 1, 32, 1, 1, 0, s, args, NULL) == CUDA_SUCCESS) {
+				fprintf(stderr, "hook-launcher: a NULL function launched\n");
+				exit(1);
+			}
+		}
+	}
 	/* HOOK_LAUNCHER_GAP_US: host time between runs (a service between
 	 * requests), the gaps lower priorities fill. */
 	const char *gap = getenv("HOOK_LAUNCHER_GAP_US");
