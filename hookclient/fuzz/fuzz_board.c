@@ -17,15 +17,18 @@
 
 fk_config fk_cfg; /* the hook's (intercept.c): board on */
 
+static char path[64];
+static void remove_board(void) { unlink(path); }
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static char path[64];
 	static int fd = -1;
 	if (fd < 0) {
 		snprintf(path, sizeof path, "/dev/shm/fikit-fuzz-board-%d", (int)getpid());
 		fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (fd < 0)
 			return 0;
+		atexit(remove_board);
 	}
 	if (size < 1)
 		return 0;
