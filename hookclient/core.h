@@ -107,6 +107,7 @@ enum fk_ev_type {
 	FK_EV_REFUSED,          /* connection refused: on a request's socket under gen (task ≥ 0) or the sender's */
 	FK_EV_RUN_END,          /* a run ended */
 	FK_EV_EXIT,             /* the process exits */
+	FK_EV_LEAVE,            /* the task leaves: its process hit a sticky device error */
 	FK_EV_FORK,             /* this is a forked child (pid) */
 };
 

@@ -27,6 +27,7 @@
  *	refused [task=0 seq=N gen=G] why="…" at=…
  *	run-end task=0 kernels=K run-ns=… reason=R last-seq=S at=…
  *	exit at=…
+ *	leave task=0 at=…               the task's process hit a sticky device error
  *	fork pid=N
  *	view task=0                     the task's whole view
  *
@@ -357,6 +358,8 @@ static void run(char *line)
 		ev.last_seq = (uint32_t)num(&a, "last-seq", 0);
 	} else if (!strcmp(cmd, "exit")) {
 		ev.type = FK_EV_EXIT;
+	} else if (!strcmp(cmd, "leave")) {
+		ev.type = FK_EV_LEAVE;
 	} else if (!strcmp(cmd, "fork")) {
 		ev.type = FK_EV_FORK;
 		ev.pid = (uint32_t)num(&a, "pid", 0);

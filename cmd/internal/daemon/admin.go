@@ -58,6 +58,11 @@ type TaskStatus struct {
 	Verified bool `json:"pid_verified"`
 }
 
+// adminIdleTimeout closes an admin connection idle between requests: a
+// client that keeps connections alive and never reuses them would hold a
+// descriptor and a goroutine of the daemon each, for its lifetime.
+var adminIdleTimeout = 30 * time.Second
+
 func newAdminServer(s *Server, path string) (*adminServer, error) {
 	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
 		c.Close()
@@ -86,7 +91,8 @@ func newAdminServer(s *Server, path string) (*adminServer, error) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(s.Status())
 	})
-	srv := &http.Server{Handler: ownerChanges(mux, os.Geteuid()), ReadHeaderTimeout: 5 * time.Second, ConnContext: withPeer}
+	srv := &http.Server{Handler: ownerChanges(mux, os.Geteuid()), ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout: adminIdleTimeout, ConnContext: withPeer}
 	return &adminServer{path: path, ln: ln, srv: srv}, nil
 }
 

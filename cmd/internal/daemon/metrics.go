@@ -110,12 +110,38 @@ func newMetrics(s *Server) *metrics {
 			persisted(func(st persistStats) float64 { return float64(st.pending) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_profiles_unsaved_dropped_total", Help: "Superseded profile versions dropped while the store refused writes."},
 			persisted(func(st persistStats) float64 { return float64(st.dropped) })),
+		// What the daemon holds per task or per client, for leak hunting
+		// (`make soak` watches them stay flat while services come and go).
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fikit_board_slots_in_use", Help: "Board waiter slots owned by a task."},
+			locked(s, func() float64 { return float64(s.board.SlotsInUse()) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fikit_task_records", Help: "Tasks the daemon keeps addresses for (should equal fikit_tasks)."},
+			locked(s, func() float64 { return float64(len(s.tasks)) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fikit_exit_watches", Help: "Hooked processes watched through a pidfd."},
+			func() float64 { return float64(s.exits.size()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fikit_log_sources", Help: "Datagram sources the log rate limiter remembers (bounded)."},
+			locked(s, func() float64 { return float64(len(s.srcLog.sources)) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fikit_store_bytes", Help: "Size of the profile store's files, as the store last computed it (0: not known)."},
+			func() float64 {
+				if sz, ok := s.cfg.Store.(interface{ SizeBytes() int64 }); ok {
+					return float64(sz.SizeBytes())
+				}
+				return 0
+			}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_profiling_runs_total", Help: "Profiling runs committed."},
 			stat(func(st scheduler.Stats) float64 { return float64(st.RunsCommitted) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_profiling_runs_discarded_total", Help: "Profiling runs discarded (overlapped or incomplete)."},
 			stat(func(st scheduler.Stats) float64 { return float64(st.RunsDiscarded) })),
 	)
 	return m
+}
+
+// locked reads f under the server's lock.
+func locked(s *Server, f func() float64) func() float64 {
+	return func() float64 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return f()
+	}
 }
 
 // Metrics returns the daemon's Prometheus registry.
