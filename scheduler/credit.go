@@ -9,6 +9,7 @@ package scheduler
 // creditFor returns the expected durations of the launches after seq that
 // fit room, at most MaxCredit of them (nil: no credit).
 func (n *Node) creditFor(t *task, seq uint32, room int64) []int64 {
+	room = n.fairCredit(t, room)
 	var ds []int64
 	for len(ds) < n.cfg.MaxCredit {
 		d := n.upcoming(t, seq+uint32(len(ds))+1)
@@ -21,12 +22,22 @@ func (n *Node) creditFor(t *task, seq uint32, room int64) []int64 {
 	return ds
 }
 
+// creditOf is the credit a grant of request r carries: what fits room
+// after it (creditFor), none for a kernel granted out of its task's turn.
+func (n *Node) creditOf(r *request, room int64) []int64 {
+	if r.solo {
+		return nil
+	}
+	return n.creditFor(r.t, r.seq, room)
+}
+
 // reserve gives t credit for launches expected to take ds.
 func (n *Node) reserve(t *task, ds []int64) {
 	for _, d := range ds {
 		t.resv = append(t.resv, d)
 		t.resvSum += d
 		t.gpu.reservedNs += d
+		t.acct.GrantedNs += d
 	}
 	t.credit += uint32(len(ds))
 	n.stats.Credited += uint64(len(ds))
@@ -90,7 +101,7 @@ func (n *Node) topUp(t *task) {
 	default:
 		return
 	}
-	if g.waiting() > 0 || n.cfg.MaxCredit <= int(t.credit) {
+	if g.waiting() > 0 || n.cfg.MaxCredit <= int(t.credit) || !n.fairRenews(t) {
 		return
 	}
 	if m := n.profilingRun(g); m != nil && t != m && t.prio >= m.prio {
@@ -118,6 +129,9 @@ func (n *Node) grant(r *request, ds []int64, expires int64) {
 	n.out.Grants = append(n.out.Grants, Grant{Task: r.t.id, Seq: r.seq, Credit: uint32(len(ds)), Gate: n.gate(r.t, expires)})
 	n.stats.Grants++
 	n.stats.GrantedNs += r.est
+	r.t.acct.GrantedNs += r.est
+	// A granted launch is not reported again: it is used when granted.
+	n.billLaunch(r.t, n.launched(r.t, r.kernel, r.seq))
 	r.t.lastLaunch = n.now
 	r.t.busyUntil = g.lpBusyUntil
 	n.noteWork(r.t, n.now, g.lpBusyUntil)
