@@ -270,11 +270,12 @@ static void send_register(fk_task *t, int fresh)
 	m.device_name = t->dev_name;
 	m.device_name_len = strlen(t->dev_name);
 	m.hook_flags = FK_HOOK_SENDS_TOKEN;
+	m.weight = fk_cfg.weight == FK_DEFAULT_WEIGHT ? 0 : (uint32_t)fk_cfg.weight;
 	t->reg_seq = m.seq;
 	t->reg_sent_ns = fk_now_ns();
 	fk_out_commit(fk_enc_register(fk_out_slot(), fk_out_cap(), &m));
-	fk_log(FK_LOG_DEBUG, "Register seq %u key \"%s\" device %s priority %d", m.seq, k, t->dev_name,
-	       fk_cfg.priority);
+	fk_log(FK_LOG_DEBUG, "Register seq %u key \"%s\" device %s priority %d weight %d", m.seq, k, t->dev_name,
+	       fk_cfg.priority, fk_cfg.weight);
 }
 
 static fk_task *task_by_id(uint32_t id)

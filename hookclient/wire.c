@@ -116,7 +116,7 @@ static size_t done_who(fk_wbuf *w, fk_who who)
 size_t fk_enc_register(void *buf, size_t cap, const fk_register *m)
 {
 	fk_wbuf w = fk_wbuf_make(buf, cap);
-	head(&w, 7, FK_MSG_REGISTER);
+	head(&w, 7 + !!m->weight, FK_MSG_REGISTER);
 	fk_mp_uint(&w, m->seq);
 	fk_mp_str(&w, m->task_key, m->task_key_len);
 	fk_mp_uint(&w, m->pid);
@@ -124,6 +124,8 @@ size_t fk_enc_register(void *buf, size_t cap, const fk_register *m)
 	fk_mp_bin(&w, m->uuid, 16);
 	fk_mp_str(&w, m->device_name, m->device_name_len);
 	fk_mp_uint(&w, m->hook_flags);
+	if (m->weight) /* optional: older daemons read a Register without it */
+		fk_mp_uint(&w, m->weight);
 	return done(&w);
 }
 

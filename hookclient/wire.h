@@ -70,6 +70,7 @@ typedef struct fk_register {
 	const char *device_name;
 	size_t device_name_len;
 	uint32_t hook_flags;
+	uint32_t weight; /* 0: left out (the daemon's default, 1) */
 } fk_register;
 
 typedef struct fk_meas_rec {

@@ -180,15 +180,21 @@ func (n *Node) boardObserved(g *gpu, levels [10]int64) {
 			continue
 		}
 		g.levelAt[p] = at
+		// A throttled holder (fair.go) asks at its holders' level: what
+		// the board shows there may be its request, not their launch.
+		shared := false
+		for _, u := range g.tasks {
+			shared = shared || int(u.prio) == p && u.throttled
+		}
 		for _, u := range g.tasks {
 			if int(u.prio) != p {
 				continue
 			}
 			if u.lastActive < at {
 				u.lastActive = at
-				changed = changed || u.role != RoleHolder
+				changed = changed || u.role != RoleHolder && !u.throttled
 			}
-			if u.role == RoleHolder && at > maxi(u.lastLaunch, u.sighted) {
+			if u.role == RoleHolder && !shared && at > maxi(u.lastLaunch, u.sighted) {
 				n.holderSighted(u, at)
 				stopped = true
 			}

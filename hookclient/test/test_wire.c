@@ -90,7 +90,7 @@ static const char *get(vec *v, const char *key)
 /* Optional fields (design: wire protocol) are absent from a vector when zero. */
 static int optional(const char *key)
 {
-	static const char *const opt[] = {"seen_ns", "expires_ns", "board", "board_gen", "board_gpu", "token"};
+	static const char *const opt[] = {"seen_ns", "expires_ns", "board", "board_gen", "board_gpu", "token", "weight"};
 	for (size_t i = 0; i < sizeof opt / sizeof opt[0]; i++)
 		if (!strcmp(key, opt[i]))
 			return 1;
@@ -185,6 +185,7 @@ static void encode_check(vec *v)
 		m.device_name_len = str(v, "device_name", s2);
 		m.device_name = s2;
 		m.hook_flags = (uint32_t)num(v, "hook_flags");
+		m.weight = (uint32_t)num(v, "weight");
 		n = fk_enc_register(buf, FK_MAX_DATAGRAM, &m);
 	}
 	fk_who who = {0, 0};

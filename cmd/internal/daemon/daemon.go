@@ -93,6 +93,7 @@ type Server struct {
 	auth       *udp.Authenticator // nil: no key; datagrams from other hosts are believed (--insecure)
 	uid        uint32             // the daemon's user
 	registered [board.GPUs]uint64 // what the board says is registered (publishRegistered)
+	acct       accounts           // GPU time of the tasks gone (accounts.go)
 }
 
 // taskAddr is where a task's messages go.
@@ -159,6 +160,7 @@ func New(cfg Config) (*Server, error) {
 	if s.policy == nil {
 		s.policy = DefaultPolicy(s.uid)
 	}
+	s.loadAccounts()
 	s.met = newMetrics(s)
 	s.debug = cfg.Logger.Enabled(context.Background(), slog.LevelDebug)
 	wake := func() { _ = conn.SetReadDeadline(time.Unix(1, 0)) }
@@ -240,6 +242,7 @@ func (s *Server) Run(ctx context.Context) error {
 		s.log.Info("board for hooks on this host", "path", s.board.Path())
 		go s.heartbeatBoard(done)
 	}
+	go s.saveAccountsEvery(done)
 	err := s.loop(ctx)
 	close(done)
 	s.shutdown()
@@ -360,6 +363,7 @@ func (s *Server) shutdown() {
 	if s.admin != nil {
 		s.admin.close()
 	}
+	s.saveAccounts()
 	s.pers.close()
 	if err := s.Record(nil); err != nil {
 		s.log.Error("decision record", "err", err)
