@@ -50,6 +50,9 @@ var policies = []policyRow{
 	{name: "fifo", window: (*Node).fifoFit, idle: (*Node).fifoFit},
 }
 
+// PolicyNames lists the fill policies, the default first.
+func PolicyNames() []string { return policyNames() }
+
 func policyNames() []string {
 	out := make([]string, len(policies))
 	for i, p := range policies {
