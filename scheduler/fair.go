@@ -174,8 +174,9 @@ func (n *Node) fairFirstFit(g *gpu, room int64, idle bool) *request {
 // fairFit picks from the highest priority below the holders' whose turn
 // task has a kernel that fits room: its longest such kernel (longest) or
 // its earliest. A turn task with waiting kernels none of which fits lets
-// another task of its priority within the lag go out of turn, one kernel
-// without credit (r.solo), in room it could not use; a turn task with
+// another task of its priority within the lag (or beyond, once the turn's
+// kernels starve) go out of turn, one kernel without credit (r.solo), in
+// room it could not use; a turn task with
 // nothing waiting (between launches, or running on credit) is waited for,
 // by the tasks of its priority. A kernel passed over more than SkipLimit
 // times goes first, unless its task is more than the lag ahead (then it
@@ -197,20 +198,25 @@ func (n *Node) fairFit(g *gpu, room int64, idleGPU, longest bool) *request {
 			continue
 		}
 		turn, least := n.fairTurn(g, p)
-		best, waits := -1, false
+		best, waits, starving := -1, false, false
 		for i, r := range q {
 			if r.t != turn {
 				continue
 			}
 			waits = true
+			starving = starving || r.skips > n.cfg.SkipLimit
 			if fits(r) && (best < 0 || longest && r.est > q[best].est) {
 				best = i
 			}
 		}
 		if best < 0 && waits {
-			// Out of turn: room the turn's kernels do not fit.
+			// Out of turn: room the turn's kernels do not fit. Within the
+			// lag; beyond it too once they have not fitted for SkipLimit
+			// opportunities (kernels longer than the gaps on offer): the
+			// room would go unused while its task waits for room that
+			// fits, which the others do not take from it.
 			for i, r := range q {
-				if r.t == turn || !fits(r) || n.vtEff(r.t) > least+n.cfg.FairLag {
+				if r.t == turn || !fits(r) || !starving && n.vtEff(r.t) > least+n.cfg.FairLag {
 					continue
 				}
 				if best < 0 || n.vtEff(r.t) < n.vtEff(q[best].t) {
@@ -285,9 +291,18 @@ func (n *Node) throttleHolders(g *gpu, best uint8) bool {
 			}
 		}
 	}
-	profiling := false
+	profiling, equals := false, 0
 	for _, t := range g.tasks {
 		profiling = profiling || t.prio == best && t.phase == PhaseProfiling
+		if t.prio == best || t.throttled {
+			equals++
+		}
+	}
+	if equals < 2 {
+		for _, t := range g.tasks {
+			set(t, false)
+		}
+		return changed
 	}
 	least, ok := n.minVT(g, best, nil)
 	for _, t := range g.tasks {

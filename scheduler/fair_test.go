@@ -79,3 +79,61 @@ func TestFairWeights(t *testing.T) {
 		t.Errorf("best-prio-fit: A %d, B %d kernels", a, b)
 	}
 }
+
+// A task whose kernels are longer than every gap on offer keeps the turn
+// (it is the furthest behind) but cannot use it: once its kernel has
+// starved, the others fill the gaps out of turn, beyond the lag, rather
+// than leave them empty.
+func TestFairTooLongForTheGaps(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxCredit, cfg.SkipLimit, cfg.FairLag = 0, 3, int64(200*time.Microsecond)
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof := func(key string, id uint64, d, gap time.Duration) *profiler.Profile {
+		p := profiler.NewProfile(key, "sim", 100)
+		p.Phase, p.Runs = profiler.PhaseSharing, 100
+		// A long run: H's delay budget (5 % of it) lasts the test.
+		p.RunTime.Mean, p.Duration.P90, p.Duration.Mean = float64(time.Second), float64(d), float64(d)
+		k := &profiler.KernelStats{ID: id, Duration: profiler.Dist{Count: 100, Mean: float64(d), P90: float64(d)}}
+		if gap > 0 {
+			k.Gap = profiler.Dist{Count: 100, Mean: float64(gap)}
+		}
+		p.Kernels[id] = k
+		return p
+	}
+	step := func(ev Event) {
+		if err := n.Step(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step(TaskRegistered{Task: 1, Key: "H", Priority: 0, GPU: "G", Profile: prof("H", 1, 20*time.Microsecond, 400*time.Microsecond)})
+	step(TaskRegistered{Task: 2, Key: "big", Priority: 5, GPU: "G", Profile: prof("big", 2, 2*time.Millisecond, 0)})
+	step(TaskRegistered{Task: 3, Key: "small", Priority: 5, GPU: "G", Profile: prof("small", 3, 50*time.Microsecond, 0)})
+	step(LaunchRequested{Task: 2, Seq: 1, Kernel: 2})
+	step(LaunchRequested{Task: 3, Seq: 1, Kernel: 3})
+	n.Ready()
+	small, seq := 0, uint32(1)
+	now := int64(0)
+	for w := uint32(1); w <= 40; w++ {
+		now += int64(500 * time.Microsecond)
+		step(LaunchNotified{Now: now, Task: 1, Seq: w, Kernel: 1}) // a 400µs gap after it
+		for _, at := range []int64{now + int64(20*time.Microsecond), now + int64(150*time.Microsecond), now + int64(300*time.Microsecond)} {
+			step(Tick{Now: at})
+			for _, g := range n.Ready().Grants {
+				if g.Task == 2 {
+					t.Fatal("the 2 ms kernel was granted into a 400 µs gap")
+				}
+				small++
+				seq++
+				step(LaunchRequested{Now: at, Task: 3, Seq: seq, Kernel: 3})
+			}
+		}
+		step(Heartbeat{Now: now, Task: 2})
+	}
+	// 200µs of lag is 4 of small's kernels: it got far more.
+	if small < 40 {
+		t.Errorf("small got %d kernels in 40 gaps, its equal's kernels fitting none", small)
+	}
+}
