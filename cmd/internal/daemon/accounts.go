@@ -132,20 +132,6 @@ func (s *Server) saveAccounts() {
 	}
 }
 
-// saveAccountsEvery writes the accounts every usageSaveEvery until done.
-func (s *Server) saveAccountsEvery(done <-chan struct{}) {
-	t := time.NewTicker(usageSaveEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-t.C:
-			s.saveAccounts()
-		}
-	}
-}
-
 // TenantStatus is one tenant's GPU time in Status, with its task keys'.
 type TenantStatus struct {
 	Tenant string `json:"tenant"`

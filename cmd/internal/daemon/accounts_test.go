@@ -65,19 +65,9 @@ func TestWeightPolicy(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "board")
 		s := startServerWith(t, Config{Listen: "127.0.0.1:0", Store: store.NewMemory(), Scheduler: scheduler.DefaultConfig(),
 			Policy: p, Board: path})
-		h := newFakeHook(t, s)
-		h.send(&udp.Register{Seq: 1, TaskKey: "svc", PID: 1, Priority: 5, DeviceUUID: [16]byte{1}, DeviceName: "g", Weight: c.claim})
-		var ack *udp.RegisterAck
-		var e *udp.Error
 		demoted := c.want != max(c.claim, 1)
-		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && (ack == nil || demoted && e == nil); {
-			switch m := h.recv(time.Until(deadline)).(type) {
-			case *udp.RegisterAck:
-				ack = m
-			case *udp.Error:
-				e = m
-			}
-		}
+		ack, e := newFakeHook(t, s).registerAnswered(&udp.Register{Seq: 1, TaskKey: "svc", PID: 1, Priority: 5,
+			DeviceUUID: [16]byte{1}, DeviceName: "g", Weight: c.claim}, demoted)
 		if ack == nil {
 			t.Fatalf("%q: no ack", c.policy)
 		}

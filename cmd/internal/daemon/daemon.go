@@ -242,7 +242,7 @@ func (s *Server) Run(ctx context.Context) error {
 		s.log.Info("board for hooks on this host", "path", s.board.Path())
 		go s.heartbeatBoard(done)
 	}
-	go s.saveAccountsEvery(done)
+	go every(usageSaveEvery, done, s.saveAccounts)
 	err := s.loop(ctx)
 	close(done)
 	s.shutdown()
@@ -393,16 +393,23 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 const boardHeartbeat = 100 * time.Millisecond
 
 func (s *Server) heartbeatBoard(done <-chan struct{}) {
-	t := time.NewTicker(boardHeartbeat)
+	every(boardHeartbeat, done, func() {
+		s.mu.Lock()
+		s.board.Heartbeat(monotonic())
+		s.mu.Unlock()
+	})
+}
+
+// every calls f every d until done is closed.
+func every(d time.Duration, done <-chan struct{}, f func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-done:
 			return
 		case <-t.C:
-			s.mu.Lock()
-			s.board.Heartbeat(monotonic())
-			s.mu.Unlock()
+			f()
 		}
 	}
 }
