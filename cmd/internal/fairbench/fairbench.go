@@ -1,12 +1,3 @@
-// Package fairbench measures fair shares among equal priorities on simgpu
-// (`fikit bench fair`, tests/fair_e2e_test.go; docs/scheduler.md
-// "Equals"): two continuous low-priority services of one priority, one of
-// short kernels (2–60 µs) and one of long ones (150–900 µs), beside a
-// high-priority service with a request every 10 ms, under each policy in
-// the same run, on one simgpu preset. The GPU time each got is simgpu's
-// timeline (ground truth) within the high-priority service's span; the
-// high-priority service's GPU interference is its runs' blocked time
-// over its JCT alone.
 package fairbench
 
 import (
@@ -16,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -123,6 +115,11 @@ type ModeResult struct {
 	HPP50Ns      int64                `json:"hp_p50_jct_ns"`
 	HPP99Ns      int64                `json:"hp_p99_jct_ns"`
 	Interference harness.Interference `json:"hp_interference"`
+	// Switches counts the device's changes of context within the span,
+	// LPSwitches those from one low-priority service straight to the
+	// other: what sharing among them costs (each a context switch).
+	Switches   int `json:"switches"`
+	LPSwitches int `json:"lp_switches"`
 	// Turns and Throttles are the daemon's fair-share counters.
 	Turns     uint64 `json:"fair_turns"`
 	Throttles uint64 `json:"fair_throttles"`
@@ -342,6 +339,7 @@ func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTr
 			mr.LongAccountedNs = t.UsedNs
 		}
 	}
+	mr.Switches, mr.LPSwitches = switches(recs, from, to, sp, lp)
 	ws, wl := float64(max(m.WeightShort, 1)), float64(max(m.WeightLong, 1))
 	if mr.ShortNs > 0 && mr.LongNs > 0 {
 		// Each one's GPU time per unit of weight; 1 is as weighted.
@@ -353,11 +351,34 @@ func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTr
 	return mr, nil
 }
 
+// switches counts the timeline's changes of process within [from, to), and
+// those between a and b directly.
+func switches(recs []timeline.Record, from, to int64, a, b int) (all, ab int) {
+	var in []timeline.Record
+	for _, r := range recs {
+		if r.StartNs >= from && r.StartNs < to {
+			in = append(in, r)
+		}
+	}
+	sort.Slice(in, func(i, j int) bool { return in[i].StartNs < in[j].StartNs })
+	for i := 1; i < len(in); i++ {
+		p, q := in[i-1].PID, in[i].PID
+		if p == q {
+			continue
+		}
+		all++
+		if (p == a || p == b) && (q == a || q == b) {
+			ab++
+		}
+	}
+	return all, ab
+}
+
 // Write prints r as a table.
 func (r *Result) Write(w io.Writer) error {
 	fmt.Fprintf(w, "fair shares among equals on %s; HP alone p50 JCT %v\n\n", r.Device, time.Duration(r.HPAloneNs).Round(time.Microsecond))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tshort GPU\tlong GPU\tweighted ratio\ttotal\tvs first\tHP p50\tHP p99\tinterf. p50\tp99\taccounted/timeline\tturns\t")
+	fmt.Fprintln(tw, "mode\tshort GPU\tlong GPU\tweighted ratio\ttotal\tvs first\tHP p50\tHP p99\tinterf. p50\tp99\taccounted/timeline\tswitches/s\tLP↔LP/s\t")
 	var first int64
 	for i, m := range r.Modes {
 		total := m.ShortNs + m.LongNs
@@ -373,8 +394,14 @@ func (r *Result) Write(w io.Writer) error {
 			acc = fmt.Sprintf("%.3f", float64(m.ShortAccountedNs+m.LongAccountedNs)/float64(life))
 		}
 		ms := func(ns int64) string { return fmt.Sprintf("%.1f ms", float64(ns)/1e6) }
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%.1f%%\t%.1f%%\t%s\t%d\t\n", m.Mode, ms(m.ShortNs), ms(m.LongNs), m.Ratio,
-			ms(total), vs, ms(m.HPP50Ns), ms(m.HPP99Ns), m.Interference.P50Pct, m.Interference.P99Pct, acc, m.Turns)
+		per := func(n int) string {
+			if m.SpanNs <= 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.0f", float64(n)/(float64(m.SpanNs)/1e9))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%.1f%%\t%.1f%%\t%s\t%s\t%s\t\n", m.Mode, ms(m.ShortNs), ms(m.LongNs), m.Ratio,
+			ms(total), vs, ms(m.HPP50Ns), ms(m.HPP99Ns), m.Interference.P50Pct, m.Interference.P99Pct, acc, per(m.Switches), per(m.LPSwitches))
 	}
 	return tw.Flush()
 }
