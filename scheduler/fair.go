@@ -245,15 +245,17 @@ func (n *Node) withinLag(t *task) bool {
 
 // fairCredit bounds the GPU time t may be given credit for (room) by the
 // lag: credit may not take it further than FairLag ahead of the slowest
-// active task of its priority (itself included). Only under a fair policy.
+// active task of its priority (itself included). Only under a fair policy,
+// and only beside an active equal: alone, it is credited as before.
 func (n *Node) fairCredit(t *task, room int64) int64 {
 	if !n.policy.fair {
 		return room
 	}
-	m, ok := n.minVT(t.gpu, t.prio, nil)
+	m, ok := n.minVT(t.gpu, t.prio, t)
 	if !ok {
-		m = n.vtEff(t)
+		return room
 	}
+	m = mini(m, n.vtEff(t))
 	return mini(room, maxi(0, (m+n.cfg.FairLag-n.vtEff(t))*t.weight))
 }
 
