@@ -7,9 +7,10 @@ package scheduler
 // reservation turns into predicted work when the launch is reported.
 
 // creditFor returns the expected durations of the launches after seq that
-// fit room, at most MaxCredit of them (nil: no credit).
-func (n *Node) creditFor(t *task, seq uint32, room int64) []int64 {
-	room = n.fairCredit(t, room)
+// fit room, at most MaxCredit of them (nil: no credit); pending is GPU time
+// about to be charged to t (the launch granted with them).
+func (n *Node) creditFor(t *task, seq uint32, room, pending int64) []int64 {
+	room = n.fairCredit(t, room, pending)
 	var ds []int64
 	for len(ds) < n.cfg.MaxCredit {
 		d := n.upcoming(t, seq+uint32(len(ds))+1)
@@ -28,7 +29,7 @@ func (n *Node) creditOf(r *request, room int64) []int64 {
 	if r.solo {
 		return nil
 	}
-	return n.creditFor(r.t, r.seq, room)
+	return n.creditFor(r.t, r.seq, room, n.launched(r.t, r.kernel, r.seq))
 }
 
 // reserve gives t credit for launches expected to take ds.
@@ -107,7 +108,7 @@ func (n *Node) topUp(t *task) {
 	if m := n.profilingRun(g); m != nil && t != m && t.prio >= m.prio {
 		return // no more launches beside a profiling run (profilingRun)
 	}
-	ds := n.creditFor(t, t.seq+t.credit, room)
+	ds := n.creditFor(t, t.seq+t.credit, room, 0)
 	if max := n.cfg.MaxCredit - int(t.credit); len(ds) > max {
 		ds = ds[:max]
 	}
@@ -130,6 +131,7 @@ func (n *Node) grant(r *request, ds []int64, expires int64) {
 	n.stats.Grants++
 	n.stats.GrantedNs += r.est
 	r.t.acct.GrantedNs += r.est
+	g.lpLast = r.t
 	// A granted launch is not reported again: it is used when granted.
 	n.billLaunch(r.t, n.launched(r.t, r.kernel, r.seq))
 	r.t.lastLaunch = n.now

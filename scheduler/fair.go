@@ -80,7 +80,9 @@ func (t *task) account() Account {
 }
 
 // vtEff is t's virtual time counting the credit it holds as used: credit
-// is GPU time it may take without asking.
+// is GPU time it may take without asking, so credit is bounded by it.
+// Turns go by vt alone: credit is given and taken back (when a better
+// priority returns) too often to decide turns by.
 func (n *Node) vtEff(t *task) int64 { return t.vt + t.resvSum/t.weight }
 
 // fairActive reports whether t counts among its equals: a request of it
@@ -127,7 +129,7 @@ func (n *Node) minVT(g *gpu, p uint8, except *task) (int64, bool) {
 		if o == except || o.prio != p || !n.fairActive(o) {
 			continue
 		}
-		if v := n.vtEff(o); !ok || v < m {
+		if v := o.vt; !ok || v < m {
 			m, ok = v, true
 		}
 	}
@@ -145,15 +147,23 @@ func (n *Node) fairTurn(g *gpu, p int) (*task, int64) {
 		if int(t.prio) != p || !n.fairActive(t) {
 			continue
 		}
-		if v := n.vtEff(t); slow == nil || v < least {
+		if v := t.vt; slow == nil || v < least {
 			slow, least = t, v
 		}
 	}
-	if cur := g.turn[p]; cur != nil && n.fairActive(cur) && n.vtEff(cur) <= least+n.cfg.FairLag {
+	if cur := g.turn[p]; cur != nil && n.fairActive(cur) && cur.vt <= least+n.cfg.FairLag {
 		return cur, least
 	}
-	if slow != g.turn[p] && slow != nil {
+	if prev := g.turn[p]; slow != prev && slow != nil {
 		n.stats.FairTurns++
+		if prev != nil && prev.role == RoleWaiter && prev.credit > 0 {
+			// Its turn is over: what it may still launch unasked would
+			// run beside the next turn's kernels, and the GPU would
+			// switch between them kernel by kernel.
+			n.stats.Revoked += uint64(prev.credit)
+			n.dropCredit(prev)
+			n.out.States = append(n.out.States, StateChange{Task: prev.id, Role: prev.role, Phase: prev.phase, Gate: n.gate(prev, 0)})
+		}
 	}
 	g.turn[p] = slow
 	return slow, least
@@ -216,10 +226,10 @@ func (n *Node) fairFit(g *gpu, room int64, idleGPU, longest bool) *request {
 			// room would go unused while its task waits for room that
 			// fits, which the others do not take from it.
 			for i, r := range q {
-				if r.t == turn || !fits(r) || !starving && n.vtEff(r.t) > least+n.cfg.FairLag {
+				if r.t == turn || !fits(r) || !starving && r.t.vt > least+n.cfg.FairLag {
 					continue
 				}
-				if best < 0 || n.vtEff(r.t) < n.vtEff(q[best].t) {
+				if best < 0 || r.t.vt < q[best].t.vt {
 					best = i
 				}
 			}
@@ -229,6 +239,9 @@ func (n *Node) fairFit(g *gpu, room int64, idleGPU, longest bool) *request {
 		}
 		if best >= 0 {
 			r := q[best]
+			if n.fairDefers(g, r.t) {
+				return nil
+			}
 			n.take(g, p, best)
 			return r
 		}
@@ -236,18 +249,38 @@ func (n *Node) fairFit(g *gpu, room int64, idleGPU, longest bool) *request {
 	return nil
 }
 
+// fairDefers reports whether a kernel of t is held back because an equal
+// waiter's work is predicted to run (or its credit unused) for longer than
+// the grant lead: granted now, it would reach the GPU beside that work,
+// and the GPU would switch between the two (its time slices) until one is
+// done, a context switch each time — with turns, twice as many switches
+// between equals as without. It goes when that work is predicted to end
+// (g.fairAt, a deadline).
+func (n *Node) fairDefers(g *gpu, t *task) bool {
+	if g.lpLast == nil || g.lpLast == t || g.lpLast.prio != t.prio {
+		return false
+	}
+	end := g.lpBusyUntil + g.lpLast.resvSum
+	if end-n.now <= n.cfg.GrantLead {
+		return false
+	}
+	g.fairAt = end - n.cfg.GrantLead
+	return true
+}
+
 // withinLag reports whether t is at most FairLag ahead of the slowest
 // active task of its priority.
 func (n *Node) withinLag(t *task) bool {
 	m, ok := n.minVT(t.gpu, t.prio, nil)
-	return !ok || n.vtEff(t) <= m+n.cfg.FairLag
+	return !ok || t.vt <= m+n.cfg.FairLag
 }
 
 // fairCredit bounds the GPU time t may be given credit for (room) by the
 // lag: credit may not take it further than FairLag ahead of the slowest
-// active task of its priority (itself included). Only under a fair policy,
-// and only beside an active equal: alone, it is credited as before.
-func (n *Node) fairCredit(t *task, room int64) int64 {
+// active task of its priority (itself included), counting pending, GPU
+// time about to be charged to it. Only under a fair policy, and only
+// beside an active equal: alone, it is credited as before.
+func (n *Node) fairCredit(t *task, room, pending int64) int64 {
 	if !n.policy.fair {
 		return room
 	}
@@ -255,8 +288,8 @@ func (n *Node) fairCredit(t *task, room int64) int64 {
 	if !ok {
 		return room
 	}
-	m = mini(m, n.vtEff(t))
-	return mini(room, maxi(0, (m+n.cfg.FairLag-n.vtEff(t))*t.weight))
+	m = mini(m, t.vt)
+	return mini(room, maxi(0, (m+n.cfg.FairLag-n.vtEff(t))*t.weight-pending))
 }
 
 // fairRenews reports whether t's credit may be renewed without a request
@@ -312,7 +345,7 @@ func (n *Node) throttleHolders(g *gpu, best uint8) bool {
 			set(t, false)
 			continue
 		}
-		lead := n.vtEff(t) - least
+		lead := t.vt - least
 		switch {
 		case !t.throttled && lead > n.cfg.FairLag:
 			set(t, true)
@@ -358,6 +391,9 @@ func (n *Node) fairDeadline(g *gpu) int64 {
 			if len(g.queues[p]) > 0 && g.turn[p] != nil {
 				at(g.turn[p])
 			}
+		}
+		if g.fairAt > n.now && g.waiting() > 0 && (d == 0 || g.fairAt < d) {
+			d = g.fairAt
 		}
 	}
 	return d

@@ -25,6 +25,7 @@ func (n *Node) notified(t *task, seq uint32, kernel uint64, at int64) {
 	}
 	n.noteLaunch(t, seq, at, 0)
 	g := t.gpu
+	g.lpLast = t
 	n.waiterRunStart(t, seq)
 	if t.credit > 0 {
 		// The launch turns its reservation into predicted work.

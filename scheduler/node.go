@@ -298,6 +298,7 @@ func (n *Node) electHolders(g *gpu, quiet *task) {
 		} else if prev == RoleHolder {
 			// Its launched work is still ahead of anything granted later.
 			g.lpBusyUntil = maxi(g.lpBusyUntil, t.busyUntil)
+			g.lpLast = t
 			t.nextLaunch = 0
 		}
 		if t != quiet {

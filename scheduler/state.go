@@ -134,6 +134,12 @@ type gpu struct {
 	// turn[p] is the task of priority p whose turn it is to fill (fair
 	// policy, fair.go); nil: none yet.
 	turn [10]*task
+	// lpLast is the waiter whose work was last granted, launched on credit
+	// or left queued (the end of lpBusyUntil is its); fairAt is when a
+	// kernel of another task, held back so that it does not run beside
+	// that work, may go (fairFit; 0: none held).
+	lpLast *task
+	fairAt int64
 }
 
 // fillWindow is a predicted stretch of holder idleness.
@@ -153,6 +159,9 @@ func (g *gpu) addTask(t *task) {
 func (g *gpu) removeTask(t *task) {
 	if g.turn[t.prio] == t {
 		g.turn[t.prio] = nil
+	}
+	if g.lpLast == t {
+		g.lpLast = nil
 	}
 	for i, x := range g.tasks {
 		if x == t {
