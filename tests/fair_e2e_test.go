@@ -31,6 +31,7 @@ type fairMode struct {
 		P50Pct float64 `json:"p50_pct"`
 		P99Pct float64 `json:"p99_pct"`
 	} `json:"hp_interference"`
+	Holders bool         `json:"holders"`
 	Tenants []tenantJSON `json:"tenants"`
 }
 
@@ -38,7 +39,8 @@ func TestFairSharesAmongEquals(t *testing.T) {
 	fikit := requireBins(t, "fikit", "fikit-replay", "libfikit_hook.so", "simgpu/libcuda.so.1")[0]
 	out := filepath.Join(t.TempDir(), "fair.json")
 	r := runCmd(t, 5*time.Minute, nil, fikit, "bench", "fair", "--hp-runs", "150", "--json", out,
-		"--mode", "best-prio-fit", "--mode", "fair-prio-fit", "--mode", "fair-prio-fit:2:1")
+		"--mode", "best-prio-fit", "--mode", "fair-prio-fit", "--mode", "fair-prio-fit:2:1",
+		"--mode", "best-prio-fit:holders", "--mode", "fair-prio-fit:holders")
 	if r.ExitCode != 0 {
 		t.Fatalf("fikit bench fair: %s", r)
 	}
@@ -50,10 +52,10 @@ func TestFairSharesAmongEquals(t *testing.T) {
 	var res struct {
 		Modes []fairMode `json:"modes"`
 	}
-	if err := json.Unmarshal(b, &res); err != nil || len(res.Modes) != 3 {
+	if err := json.Unmarshal(b, &res); err != nil || len(res.Modes) != 5 {
 		t.Fatalf("results: %v, %d modes", err, len(res.Modes))
 	}
-	best, fair, weighted := res.Modes[0], res.Modes[1], res.Modes[2]
+	best, fair, weighted, bestHolders, fairHolders := res.Modes[0], res.Modes[1], res.Modes[2], res.Modes[3], res.Modes[4]
 	for _, m := range res.Modes {
 		if m.ShortNs <= 0 || m.LongNs <= 0 {
 			t.Fatalf("%s: a service got no GPU time: %+v", m.Policy, m)
@@ -75,6 +77,12 @@ func TestFairSharesAmongEquals(t *testing.T) {
 	if total, was := fair.ShortNs+fair.LongNs, best.ShortNs+best.LongNs; total < was*6/10 {
 		t.Errorf("fair-prio-fit: %v of GPU time in all, best-prio-fit %v", time.Duration(total), time.Duration(was))
 	}
+	// Equal holders (no better priority active): throttled, not by launch
+	// order.
+	if fairHolders.Ratio > 1.35 {
+		t.Errorf("fair-prio-fit, equal holders: short %v, long %v of GPU time (ratio %.2f; best-prio-fit %.2f), want within 35%%",
+			time.Duration(fairHolders.ShortNs), time.Duration(fairHolders.LongNs), fairHolders.Ratio, bestHolders.Ratio)
+	}
 	// The high-priority service no worse off (a loaded host moves p50
 	// interference by a few points either way).
 	if f, b := fair.Interference.P50Pct, best.Interference.P50Pct; f > 2*b+5 {
@@ -83,12 +91,16 @@ func TestFairSharesAmongEquals(t *testing.T) {
 	// What the daemon accounted is what the device ran, near enough: its
 	// prediction from the profiles.
 	for _, m := range res.Modes {
+		if m.Holders {
+			if len(m.Tenants) != 1 || len(m.Tenants[0].TaskKeys) != 2 {
+				t.Errorf("%s, holders: tenants %+v, want one with two task keys", m.Policy, m.Tenants)
+			}
+		} else if len(m.Tenants) != 1 || m.Tenants[0].UsedNs <= 0 || len(m.Tenants[0].TaskKeys) != 3 {
+			t.Errorf("%s: tenants %+v, want one with three task keys", m.Policy, m.Tenants)
+		}
 		acc, life := float64(m.ShortAccNs+m.LongAccNs), float64(m.ShortLifeNs+m.LongLifeNs)
 		if acc < 0.7*life || acc > 1.3*life {
 			t.Errorf("%s: accounted %v of GPU time, the timeline says %v", m.Policy, time.Duration(acc), time.Duration(life))
-		}
-		if len(m.Tenants) != 1 || m.Tenants[0].UsedNs <= 0 || len(m.Tenants[0].TaskKeys) != 3 {
-			t.Errorf("%s: tenants %+v, want one with three task keys", m.Policy, m.Tenants)
 		}
 	}
 }

@@ -21,12 +21,13 @@ func benchFairCommand() *cli.Command {
 		Description: "Two continuous priority-5 services, one of short kernels (2–60 µs) and one of long ones\n" +
 			"(150–900 µs), beside a priority-0 resnet50 with a request every 10 ms: under best-prio-fit, under\n" +
 			"fair-prio-fit and under fair-prio-fit with weights 2:1, one after another on one simgpu preset. GPU\n" +
-			"time per service is simgpu's timeline within the high-priority service's span.",
+			"time per service is simgpu's timeline within the high-priority service's span. A mode with :holders\n" +
+			"runs the two without the high-priority service, for as long: both hold the GPU (no better priority).",
 		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "switch-us", Usage: "simgpu's context-switch cost in µs (FIKIT_SIMGPU_SWITCH_US; 0: its default)"},
 			&cli.IntFlag{Name: "hp-runs", Value: 400, Usage: "high-priority requests per mode (one every 10 ms)"},
-			&cli.StringSliceFlag{Name: "mode", Usage: "a mode to measure, POLICY or POLICY:WEIGHT_SHORT:WEIGHT_LONG (repeatable; default: " +
-				"best-prio-fit, fair-prio-fit, fair-prio-fit:2:1)"},
+			&cli.StringSliceFlag{Name: "mode", Usage: "a mode to measure, POLICY or POLICY:WEIGHT_SHORT:WEIGHT_LONG, with :holders for no " +
+				"high-priority service (the two hold the GPU) (repeatable; default: best-prio-fit, fair-prio-fit, fair-prio-fit:2:1)"},
 			&cli.StringFlag{Name: "json", Usage: "also write the results as JSON to this file"},
 			&cli.StringFlag{Name: "keep", Usage: "keep the work files (traces, timelines) in this directory"},
 		}, schedulerFlags("profile-runs", "policy")...),

@@ -40,19 +40,30 @@ type Mode struct {
 	Policy      string `json:"policy"`
 	WeightShort uint32 `json:"weight_short"`
 	WeightLong  uint32 `json:"weight_long"`
+	// Holders: no high-priority service; the two hold the GPU (they are
+	// the best priority active), for as long as the HP would have run.
+	Holders bool `json:"holders"`
 }
 
 func (m Mode) String() string {
-	if m.WeightShort == m.WeightLong {
-		return m.Policy
+	s := m.Policy
+	if m.WeightShort != m.WeightLong {
+		s += fmt.Sprintf(", weights %d:%d", m.WeightShort, m.WeightLong)
 	}
-	return fmt.Sprintf("%s, weights %d:%d", m.Policy, m.WeightShort, m.WeightLong)
+	if m.Holders {
+		s += ", holders (no HP)"
+	}
+	return s
 }
 
-// ParseMode parses POLICY or POLICY:WEIGHT_SHORT:WEIGHT_LONG.
+// ParseMode parses POLICY or POLICY:WEIGHT_SHORT:WEIGHT_LONG, either with
+// a suffix :holders (no high-priority service).
 func ParseMode(spec string) (Mode, error) {
 	f := strings.Split(spec, ":")
 	m := Mode{Policy: f[0], WeightShort: 1, WeightLong: 1}
+	if len(f) > 1 && f[len(f)-1] == "holders" {
+		m.Holders, f = true, f[:len(f)-1]
+	}
 	if !slices.Contains(scheduler.PolicyNames(), m.Policy) {
 		return m, fmt.Errorf("no policy %q (want one of %s)", m.Policy, strings.Join(scheduler.PolicyNames(), ", "))
 	}
@@ -68,12 +79,12 @@ func ParseMode(spec string) (Mode, error) {
 		m.WeightShort, m.WeightLong = uint32(ws), uint32(wl)
 		return m, nil
 	}
-	return m, fmt.Errorf("want POLICY or POLICY:WEIGHT_SHORT:WEIGHT_LONG")
+	return m, fmt.Errorf("want POLICY or POLICY:WEIGHT_SHORT:WEIGHT_LONG, and :holders for no HP")
 }
 
 // DefaultModes: today's policy, fair queuing, fair queuing with weights 2:1.
 func DefaultModes() []Mode {
-	return []Mode{{scheduler.PolicyBestPrioFit, 1, 1}, {scheduler.PolicyFairPrioFit, 1, 1}, {scheduler.PolicyFairPrioFit, 2, 1}}
+	return []Mode{{Policy: scheduler.PolicyBestPrioFit, WeightShort: 1, WeightLong: 1}, {Policy: scheduler.PolicyFairPrioFit, WeightShort: 1, WeightLong: 1}, {Policy: scheduler.PolicyFairPrioFit, WeightShort: 2, WeightLong: 1}}
 }
 
 // Options configure a measurement.
@@ -267,7 +278,11 @@ func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTr
 	hp := svc("hp", hpTrace, hpPrio, hpCPUNs, 0)
 	hp.Every, hp.Runs, hp.Warmup = hpEvery, o.HPRuns, 3
 	short, long := svc("short", shortTrace, lpPrio, lpCPUNs, m.WeightShort), svc("long", longTrace, lpPrio, lpCPUNs, m.WeightLong)
-	for _, s := range []harness.Service{hp, short, long} {
+	profiled := []harness.Service{short, long}
+	if !m.Holders {
+		profiled = append(profiled, hp)
+	}
+	for _, s := range profiled {
 		if err := e.Profile(ctx, d, s, o.ProfileRuns, o.Log); err != nil {
 			return nil, err
 		}
@@ -297,28 +312,36 @@ func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTr
 			return nil, fmt.Errorf("the low-priority services did not get going")
 		}
 	}
-	hpProc, err := e.Start(ctx, hp)
-	if err != nil {
-		stop()
-		return nil, err
+	var hpRes *harness.Result
+	var hpErr error
+	from := monotonic()
+	if m.Holders {
+		time.Sleep(time.Duration(o.HPRuns) * hpEvery)
+	} else {
+		hpProc, err := e.Start(ctx, hp)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		hpRes, hpErr = hpProc.Wait()
 	}
-	hpRes, hpErr := hpProc.Wait()
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts) // the timeline's clock
-	st := d.Status()                                 // before the low-priority services leave
+	to := monotonic() // the timeline's clock
+	st := d.Status()  // before the low-priority services leave
 	lpRes := stop()
 	if hpErr != nil {
 		return nil, hpErr
 	}
-	if len(hpRes.Runs) == 0 {
-		return nil, fmt.Errorf("HP completed no runs")
+	if hpRes != nil {
+		if len(hpRes.Runs) == 0 {
+			return nil, fmt.Errorf("HP completed no runs")
+		}
+		from, _ = hpRes.Span()
 	}
 	recs, err := timeline.Read(e.TimelinePath())
 	if err != nil {
 		return nil, err
 	}
 	mr := &ModeResult{Mode: m, Tenants: st.Tenants, Turns: st.Stats.FairTurns, Throttles: st.Stats.FairThrottles}
-	from, to := hpRes.Span()
 	mr.SpanNs = to - from
 	pid := func(r *harness.Result, key string) int {
 		for _, t := range st.Tasks {
@@ -330,7 +353,7 @@ func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTr
 	}
 	sp, lp := pid(lpRes[0], short.TaskKey), pid(lpRes[1], long.TaskKey)
 	mr.ShortNs, mr.LongNs = timeline.BusyNs(recs, sp, from, to), timeline.BusyNs(recs, lp, from, to)
-	mr.ShortLifeNs, mr.LongLifeNs = timeline.BusyNs(recs, sp, 0, ts.Nano()), timeline.BusyNs(recs, lp, 0, ts.Nano())
+	mr.ShortLifeNs, mr.LongLifeNs = timeline.BusyNs(recs, sp, 0, to), timeline.BusyNs(recs, lp, 0, to)
 	for _, t := range st.Tasks {
 		switch t.Key {
 		case short.TaskKey:
@@ -346,9 +369,18 @@ func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTr
 		a, b := float64(mr.ShortNs)/ws, float64(mr.LongNs)/wl
 		mr.Ratio = max(a, b) / min(a, b)
 	}
-	mr.HPP50Ns, mr.HPP99Ns = harness.Quantile(hpRes.JCTs(), 0.5), harness.Quantile(hpRes.JCTs(), 0.99)
-	mr.Interference = harness.InterferenceOf(hpRes, alone)
+	if hpRes != nil {
+		mr.HPP50Ns, mr.HPP99Ns = harness.Quantile(hpRes.JCTs(), 0.5), harness.Quantile(hpRes.JCTs(), 0.99)
+		mr.Interference = harness.InterferenceOf(hpRes, alone)
+	}
 	return mr, nil
+}
+
+// monotonic is CLOCK_MONOTONIC, the clock of simgpu's timeline.
+func monotonic() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
 }
 
 // switches counts the timeline's changes of process within [from, to), and
@@ -379,29 +411,34 @@ func (r *Result) Write(w io.Writer) error {
 	fmt.Fprintf(w, "fair shares among equals on %s; HP alone p50 JCT %v\n\n", r.Device, time.Duration(r.HPAloneNs).Round(time.Microsecond))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "mode\tshort GPU\tlong GPU\tweighted ratio\ttotal\tvs first\tHP p50\tHP p99\tinterf. p50\tp99\taccounted/timeline\tswitches/s\tLP↔LP/s\t")
-	var first int64
-	for i, m := range r.Modes {
+	// "vs first": against the first mode of the same kind (with an HP, or
+	// holders).
+	first := map[bool]int64{}
+	for _, m := range r.Modes {
 		total := m.ShortNs + m.LongNs
-		if i == 0 {
-			first = total
+		if _, ok := first[m.Holders]; !ok {
+			first[m.Holders] = total
 		}
-		vs := "-"
-		if first > 0 {
-			vs = fmt.Sprintf("%.0f%%", 100*float64(total)/float64(first))
+		ms := func(ns int64) string { return fmt.Sprintf("%.1f ms", float64(ns)/1e6) }
+		vs, acc := "-", "-"
+		if f := first[m.Holders]; f > 0 {
+			vs = fmt.Sprintf("%.0f%%", 100*float64(total)/float64(f))
 		}
-		acc := "-"
 		if life := m.ShortLifeNs + m.LongLifeNs; life > 0 {
 			acc = fmt.Sprintf("%.3f", float64(m.ShortAccountedNs+m.LongAccountedNs)/float64(life))
 		}
-		ms := func(ns int64) string { return fmt.Sprintf("%.1f ms", float64(ns)/1e6) }
+		hp := []string{ms(m.HPP50Ns), ms(m.HPP99Ns), fmt.Sprintf("%.1f%%", m.Interference.P50Pct), fmt.Sprintf("%.1f%%", m.Interference.P99Pct)}
+		if m.Holders {
+			hp = []string{"-", "-", "-", "-"}
+		}
 		per := func(n int) string {
 			if m.SpanNs <= 0 {
 				return "-"
 			}
 			return fmt.Sprintf("%.0f", float64(n)/(float64(m.SpanNs)/1e9))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%.1f%%\t%.1f%%\t%s\t%s\t%s\t\n", m.Mode, ms(m.ShortNs), ms(m.LongNs), m.Ratio,
-			ms(total), vs, ms(m.HPP50Ns), ms(m.HPP99Ns), m.Interference.P50Pct, m.Interference.P99Pct, acc, per(m.Switches), per(m.LPSwitches))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", m.Mode, ms(m.ShortNs), ms(m.LongNs), m.Ratio,
+			ms(total), vs, hp[0], hp[1], hp[2], hp[3], acc, per(m.Switches), per(m.LPSwitches))
 	}
 	return tw.Flush()
 }
