@@ -11,17 +11,19 @@ package scheduler
 //
 //   - fairPrioFit and fairFirstFit, the fair policy's window and idle rows:
 //     among waiters of one priority it is one task's turn at a time; the
-//     turn moves to the task furthest behind once its holder runs FairLag
+//     turn moves to the task furthest behind once its task runs FairLag
 //     ahead (so turns change once per 2·FairLag of virtual time, not per
-//     kernel: each change costs the GPU a context switch between them).
-//     Within its turn a task's kernels are chosen as BestPrioFit chooses.
+//     kernel: each change costs the GPU a context switch between them),
+//     and an equal's kernel is granted only as the other's queued work is
+//     predicted to end (fairDefers), not to share the GPU beside it. Within
+//     its turn a task's kernels are chosen as BestPrioFit chooses.
 //   - throttleHolders, for holders of equal priority (they launch without
 //     asking): one that runs FairLag ahead becomes a waiter until the others
 //     caught up.
 //
-// "Active" is what anticipation means here: a task that launched or asked
-// within FairIdle, or has a request waiting, still counts, so a task between
-// two launches does not lose its turn.
+// "Active" is what anticipation means here (fairActive): a task with a
+// request waiting, or seen lately, or inside a run, still counts, so a task
+// between two launches does not lose its turn.
 
 // Account is one task's GPU time.
 type Account struct {
