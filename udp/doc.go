@@ -39,14 +39,16 @@
 //     block are vectors, not records: they have exactly 3 elements, else
 //     [ErrMalformed];
 //   - enums are closed: role 1–2, phase 1–2, run end reason 1–5, error code
-//     1–5, priority 0–9, record flags only the defined bits; anything else is
-//     [ErrRange]. A new enum value needs a new protocol version;
+//     1–5, priority 0–9, weight 0–100, record flags only the defined bits;
+//     anything else is [ErrRange]. A new enum value needs a new protocol
+//     version;
 //   - a datagram over MaxDatagram bytes is [ErrTooLarge]; bytes after the
 //     array are [ErrTrailing]; a wrong version is [ErrVersion]; an unknown
 //     type is [ErrUnknownType];
-//   - optional fields (Grant's and State's gate, RegisterAck's board) come
-//     last: an encoder leaves them out while they and every field after them
-//     are zero, and a decoder reads an absent one as zero.
+//   - optional fields (Grant's and State's gate, RegisterAck's board,
+//     Register's weight, every message's token) come last: an encoder
+//     leaves them out while they and every field after them are zero, and a
+//     decoder reads an absent one as zero.
 //
 // Between a hook and a daemon on different hosts, with a key, a datagram is
 // the message and then its MAC, a bin8 of [MACSize] bytes ([Authenticator]:
