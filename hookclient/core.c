@@ -118,7 +118,8 @@ static void send_register(fk_core *c, int ti, int fresh, uint64_t now, fk_acts *
 			.priority = (uint8_t)c->cfg.priority,
 			.device_name = t->dev_name,
 			.device_name_len = t->dev_name_len,
-			.hook_flags = FK_HOOK_SENDS_TOKEN};
+			.hook_flags = FK_HOOK_SENDS_TOKEN,
+			.weight = (uint8_t)(c->cfg.weight > 1 ? c->cfg.weight : 0)};
 	memcpy(m.device_uuid, t->uuid, 16);
 	send_msg(out, ti, &m);
 }

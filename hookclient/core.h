@@ -45,6 +45,7 @@ enum { FK_MODE_PASS = 0, FK_MODE_HOLDER = 1, FK_MODE_WAITER = 2, FK_MODE_MEASURE
 
 typedef struct fk_core_config {
 	int priority;
+	int weight; /* among equals (FIKIT_WEIGHT); the default, 1, is left out of Register */
 	uint32_t grant_timeout_ms;
 	int local;         /* the scheduler is on this host: it shares our CLOCK_MONOTONIC */
 	const char *sched; /* "host:port", for log lines */

@@ -50,9 +50,10 @@ static void send_acts(int n)
 	for (int i = 0; i < n; i++)
 		if (acts[i].type == FK_ACT_SEND) {
 			if (acts[i].msg.type == FK_MSG_REGISTER)
-				fk_log(FK_LOG_DEBUG, "Register seq %u key \"%.*s\" device %.*s priority %d", acts[i].msg.seq,
-				       (int)acts[i].msg.task_key_len, acts[i].msg.task_key,
-				       (int)acts[i].msg.device_name_len, acts[i].msg.device_name, fk_cfg.priority);
+				fk_log(FK_LOG_DEBUG, "Register seq %u key \"%.*s\" device %.*s priority %d weight %d",
+				       acts[i].msg.seq, (int)acts[i].msg.task_key_len, acts[i].msg.task_key,
+				       (int)acts[i].msg.device_name_len, acts[i].msg.device_name, fk_cfg.priority,
+				       fk_cfg.weight);
 			fk_link_put(&acts[i].msg);
 		}
 }

@@ -32,6 +32,7 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "report-from", Usage: "regenerate report.md and the plots from this results file, measuring nothing"},
 			&cli.BoolFlag{Name: "verbose", Usage: "show the daemon's log"},
 		}, schedulerFlags("profile-runs")...),
+		Subcommands: []*cli.Command{benchFairCommand()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageError(c, "bench takes no arguments, got %q", c.Args().First())

@@ -17,6 +17,7 @@ import (
 	"github.com/fikit/fikit/simgpu/devmodel"
 	"github.com/fikit/fikit/simgpu/trace"
 	"github.com/fikit/fikit/store"
+	"github.com/fikit/fikit/udp"
 )
 
 func simCommand() *cli.Command {
@@ -30,7 +31,7 @@ func simCommand() *cli.Command {
 			"or a stored profile:    --profile 'KEY:prio=0,every=5ms'  (kernels re-created from the profile)\n" +
 			"Service options: prio=0..9, cpu=DUR (host time per launch), every=DUR or poisson=RATE\n" +
 			"(open-loop arrivals; default closed loop), burst=N (N runs back to back, then idle\n" +
-			"every=DUR), runs=N, pre=DUR, post=DUR, name=NAME.\n" +
+			"every=DUR), runs=N, pre=DUR, post=DUR, weight=N (share among its priority), name=NAME.\n" +
 			"The first service is the one whose idle GPU time the fill share refers to; services\n" +
 			"without runs= run alongside until the others finish.",
 		Flags: append([]cli.Flag{
@@ -127,7 +128,7 @@ func simCommand() *cli.Command {
 				for i, s := range r.Services {
 					sum := sim.Summarize(s.JCTs)
 					sr := simServiceReport{Name: s.Name, Priority: svcs[i].Priority, Runs: sum.Runs, P50Ns: sum.P50,
-						P99Ns: sum.P99, MeanNs: sum.Mean, CV: sum.CV}
+						P99Ns: sum.P99, MeanNs: sum.Mean, CV: sum.CV, GPUTimeNs: s.BusyNs}
 					if span := s.Span[1] - s.Span[0]; span > 0 {
 						sr.RunsPerSec = float64(s.Runs) / (float64(span) / 1e9)
 					}
@@ -175,12 +176,14 @@ type simServiceReport struct {
 	MeanNs     float64 `json:"mean_ns"`
 	CV         float64 `json:"cv"`
 	VsAlone    float64 `json:"p50_vs_alone,omitempty"`
+	// GPUTimeNs is the device time its kernels ran.
+	GPUTimeNs int64 `json:"gpu_time_ns"`
 }
 
 func printSim(w io.Writer, r *simReport) {
 	fmt.Fprintf(w, "simulated %s device, context switch %s\n\n", r.Model, time.Duration(r.SwitchNs))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tservice\tprio\truns\truns/s\tp50 JCT\tp99 JCT\tp50 vs alone\tGPU util\tfilled\t")
+	fmt.Fprintln(tw, "mode\tservice\tprio\truns\truns/s\tp50 JCT\tp99 JCT\tp50 vs alone\tGPU time\tGPU util\tfilled\t")
 	for _, m := range r.Modes {
 		for i, s := range m.Services {
 			util, fill, vs := "", "", "-"
@@ -193,8 +196,8 @@ func printSim(w io.Writer, r *simReport) {
 			if s.VsAlone > 0 {
 				vs = fmt.Sprintf("%.2fx", s.VsAlone)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f\t%s\t%s\t%s\t%s\t%s\t\n", m.Mode, s.Name, s.Priority, s.Runs, s.RunsPerSec,
-				sim.Ms(s.P50Ns), sim.Ms(s.P99Ns), vs, util, fill)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", m.Mode, s.Name, s.Priority, s.Runs, s.RunsPerSec,
+				sim.Ms(s.P50Ns), sim.Ms(s.P99Ns), vs, sim.Ms(float64(s.GPUTimeNs)), util, fill)
 		}
 	}
 	tw.Flush()
@@ -286,6 +289,13 @@ func applyServiceOptions(sv *sim.Service, opts map[string]string) error {
 			sv.PostNs = int64(d)
 		case "seed":
 			sv.Seed, err = strconv.ParseUint(v, 10, 64)
+		case "weight":
+			var w uint64
+			w, err = strconv.ParseUint(v, 10, 32)
+			if err == nil && (w < 1 || w > udp.MaxWeight) {
+				err = fmt.Errorf("must be 1–%d", udp.MaxWeight)
+			}
+			sv.Weight = uint32(w)
 		default:
 			return fmt.Errorf("unknown option %q", k)
 		}

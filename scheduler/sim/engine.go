@@ -103,7 +103,7 @@ func newSim(opts Options, specs []Service) (*sim, error) {
 		s.push(&event{at: st.arriv, kind: evArrive, svc: st})
 		if s.core != nil {
 			s.toCore(int64(sp.Start), scheduler.TaskRegistered{Task: st.id, Key: sp.Name, PID: uint32(i + 1),
-				Priority: sp.Priority, GPU: "sim0", Model: "sim", Profile: sp.Profile}, 0)
+				Priority: sp.Priority, Weight: sp.Weight, GPU: "sim0", Model: "sim", Profile: sp.Profile}, 0)
 			s.push(&event{at: int64(sp.Start) + s.opts.Scheduler.HeartbeatInterval, kind: evHeartbeat, svc: st})
 		}
 	}

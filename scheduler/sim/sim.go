@@ -70,9 +70,11 @@ type Kernel struct {
 type Service struct {
 	Name     string
 	Priority uint8
-	Kernels  []Kernel // one run, in launch order
-	PreNs    int64    // host time at the start of a run (in the JCT)
-	PostNs   int64    // host time after a run (not in the JCT)
+	// Weight is its share among services of its priority (0: 1).
+	Weight  uint32
+	Kernels []Kernel // one run, in launch order
+	PreNs   int64    // host time at the start of a run (in the JCT)
+	PostNs  int64    // host time after a run (not in the JCT)
 	// Every is the open-loop arrival interval (0: closed loop); Poisson,
 	// if > 0, draws exponential inter-arrival times of that mean rate per
 	// second instead (seeded by Seed).

@@ -37,6 +37,11 @@ type Status struct {
 	Tasks     []TaskStatus     `json:"tasks"`
 	Stats     scheduler.Stats  `json:"stats"`
 	Scheduler scheduler.Config `json:"scheduler"`
+	// Tenants is the GPU time accounted to each tenant (the user owning a
+	// task's socket, "remote" when the daemon cannot see it) and its task
+	// keys, over the daemon's lifetimes: the tasks gone and the live ones
+	// (docs/operations.md "Accounting").
+	Tenants []TenantStatus `json:"tenants"`
 }
 
 // TaskStatus is one task in Status.
@@ -56,6 +61,15 @@ type TaskStatus struct {
 	// Verified: the registering pid was shown to own the task's socket, so
 	// only that process's sockets speak for the task (docs/security.md).
 	Verified bool `json:"pid_verified"`
+	// Tenant is whom its GPU time is accounted to; Weight its share among
+	// its equals, Throttled whether it waits for them to catch up, and
+	// VirtualTimeNs its GPU time used / weight as they are compared
+	// (docs/scheduler.md "Equals").
+	Tenant        string `json:"tenant"`
+	Weight        uint32 `json:"weight"`
+	Throttled     bool   `json:"throttled"`
+	VirtualTimeNs int64  `json:"virtual_time_ns"`
+	GPUTime
 }
 
 // adminIdleTimeout closes an admin connection idle between requests: a
@@ -148,9 +162,13 @@ func (s *Server) Status() Status {
 	st := Status{Listen: s.Addr().String(), UptimeNs: s.now() - s.start, Tasks: []TaskStatus{},
 		Stats: s.core.Stats(), Scheduler: s.core.Config()}
 	for _, t := range s.core.Tasks() {
+		a := t.Account
 		st.Tasks = append(st.Tasks, TaskStatus{ID: uint32(t.ID), Key: t.Key, PID: t.PID, Priority: t.Priority,
 			GPU: t.GPU, Model: t.Model, Role: t.Role.String(), Phase: t.Phase.String(), Credit: t.Credit,
-			Runs: t.Runs, Waiting: t.Waiting, JCTNs: t.JCTNs, Verified: s.tasks[t.ID] != nil && s.tasks[t.ID].proven})
+			Runs: t.Runs, Waiting: t.Waiting, JCTNs: t.JCTNs, Verified: s.tasks[t.ID] != nil && s.tasks[t.ID].proven,
+			Tenant: a.Owner, Weight: t.Weight, Throttled: t.Throttled, VirtualTimeNs: t.VirtualNs,
+			GPUTime: GPUTime{UsedNs: a.UsedNs, MeasuredNs: a.MeasuredNs, GrantedNs: a.GrantedNs}})
 	}
+	st.Tenants = tenants(s.usage())
 	return st
 }
