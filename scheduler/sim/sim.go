@@ -79,6 +79,10 @@ type Service struct {
 	Every   time.Duration
 	Poisson float64
 	Seed    uint64
+	// Late, if > 0, delays each open-loop run's start after its arrival by
+	// a uniform random time in [0, Late) (seeded by Seed): the host's
+	// wake-up lateness, which makes run starts jitter around their clock.
+	Late time.Duration
 	// Burst > 0 (with Every): runs come in bursts of Burst, back to back;
 	// after a burst's last run the service idles Every before the next.
 	Burst int
