@@ -58,6 +58,9 @@ func pairOn(t *testing.T, mode Mode, dev devmodel.Config) *Result {
 	hp := Service{Name: "hp", Priority: 0, Kernels: KernelsFromTrace(hpTr, 12000), Every: 5 * time.Millisecond, Runs: 100}
 	lp := Service{Name: "lp", Priority: 5, Kernels: KernelsFromTrace(lpTr, 5000)}
 	profile(t, dev, &hp, &lp)
+	if mode == Exclusive {
+		lp.Runs = 10 // alone, a closed-loop LP would run until the horizon
+	}
 	opts := DefaultOptions()
 	opts.Mode = mode
 	opts.Device = dev
