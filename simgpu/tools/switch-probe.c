@@ -2,7 +2,7 @@
  * from the host with spin kernels (tests/gpu/calibrate.sh runs it on a GPU
  * and on simgpu side by side; docs/simgpu.md "What a GPU run would settle"):
  *
- *   switch-probe [--reps N] [--case NAME]... [--json]
+ *   switch-probe [--reps N] [--case NAME]... [--footprint-mb MB] [--json]
  *   switch-probe --free SECONDS [--seed S]      (requests at random times)
  *
  * Two processes, each with its own context: A (this one) measures, B (this
@@ -15,8 +15,9 @@
  *
  *   idle       B works 2 ms, then A's request after an idle gap of 0, 0.2,
  *              1, 5 or 20 ms (does an idle GPU switch in the background?)
- *   footprint  gap 0, with 0 or 4 GiB allocated and written by B, by A, or
- *              both (does the switch cost depend on what a context maps?)
+ *   footprint  gap 0, with 0 or 4 GiB (--footprint-mb) allocated and written by B, by A, or
+ *              both, and with B holding 32 idle streams (does the switch cost
+ *              depend on what a context maps, or on its channels?)
  *   resident   after B's work A first does an event record, a 4-byte
  *              memset or a 5 µs kernel (and synchronises; its own latency
  *              is reported), then its request (which commands load A?)
@@ -160,6 +161,8 @@ static int role_b(void)
 	setup();
 	CUdeviceptr big = 0, mem = 0;
 	size_t big_bytes = 0;
+	CUstream extra[64];
+	long long nextra = 0;
 	CUevent ev;
 	CK(cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING));
 	char line[128];
@@ -189,6 +192,11 @@ static int role_b(void)
 				big = alloc_written(big_bytes);
 			}
 			touch(big, big_bytes);
+		} else if (!strcmp(cmd, "streams")) { /* hold v idle streams (≤ 64): a framework's channels */
+			for (; nextra < v && nextra < 64; nextra++)
+				CK(cuStreamCreate(&extra[nextra], CU_STREAM_NON_BLOCKING));
+			for (; nextra > v; nextra--)
+				CK(cuStreamDestroy(extra[nextra - 1]));
 		} else if (!strcmp(cmd, "alloc")) { /* v MiB held, written once; 0 frees */
 			if (big)
 				CK(cuMemFree(big));
@@ -335,21 +343,26 @@ static void case_idle(int reps)
 	}
 }
 
+static size_t footprint_mb = 4096; /* --footprint-mb */
+
 static void case_footprint(int reps)
 {
-	const size_t gib4 = 4096;
+	const size_t gib4 = footprint_mb;
 	for (int a = 0; a < 2; a++) {
 		CUdeviceptr mine = a ? alloc_written(gib4 << 20) : 0;
 		for (int b = 0; b < 2; b++) {
 			b_do("alloc", b ? (long long)gib4 : 0);
 			char name[48];
-			snprintf(name, sizeof name, "A %s, B %s", a ? "4 GiB" : "0", b ? "4 GiB" : "0");
+			snprintf(name, sizeof name, "A %zu MiB, B %zu MiB", a ? gib4 : 0, b ? gib4 : 0);
 			after_b("footprint", name, reps, 0, request);
 		}
 		if (mine)
 			CK(cuMemFree(mine));
 	}
 	b_do("alloc", 0);
+	b_do("streams", 32);
+	after_b("footprint", "B 32 idle streams", reps, 0, request);
+	b_do("streams", 0);
 }
 
 static void case_resident(int reps)
@@ -492,10 +505,12 @@ int main(int argc, char **argv)
 			cases[ncases++] = argv[++i];
 		else if (!strcmp(argv[i], "--free") && i + 1 < argc)
 			free_s = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--footprint-mb") && i + 1 < argc)
+			footprint_mb = (size_t)atol(argv[++i]);
 		else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
 			seed = (unsigned)atoi(argv[++i]);
 		else {
-			fprintf(stderr, "usage: switch-probe [--reps N] [--case idle|footprint|resident|flip|graph|cache|slice]... [--json]\n"
+			fprintf(stderr, "usage: switch-probe [--reps N] [--case idle|footprint|resident|flip|graph|cache|slice]... [--footprint-mb MB] [--json]\n"
 					"       switch-probe --free SECONDS [--seed S]\n");
 			return 2;
 		}
