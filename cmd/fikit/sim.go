@@ -58,14 +58,10 @@ func simCommand() *cli.Command {
 			if err != nil {
 				return usageError(c, "--device: %v", err)
 			}
-			switch c.String("model") {
-			case "":
-			case "timeslice":
-				dev.Model = devmodel.Timeslice
-			case "fifo":
-				dev.Model = devmodel.FIFO
-			default:
-				return usageError(c, "--model must be timeslice or fifo")
+			if m := c.String("model"); m != "" {
+				if dev.Model, err = devmodel.ParseModel(m); err != nil {
+					return usageError(c, "--model must be timeslice or fifo")
+				}
 			}
 			for flag, dst := range map[string]*time.Duration{"switch": &dev.Switch, "slice": &dev.Timeslice, "launch-latency": &dev.LaunchLatency} {
 				if c.IsSet(flag) {

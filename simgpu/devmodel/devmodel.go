@@ -77,6 +77,16 @@ const (
 	FIFO      Model = C.DM_FIFO
 )
 
+// ParseModel is the model named s ("timeslice" or "fifo").
+func ParseModel(s string) (Model, error) {
+	for _, m := range []Model{Timeslice, FIFO} {
+		if m.String() == s {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: model %q is not timeslice or fifo", ErrConfig, s)
+}
+
 func (m Model) String() string {
 	switch m {
 	case Timeslice:

@@ -456,3 +456,14 @@ func TestDropContext(t *testing.T) {
 		t.Fatal("closed context still open")
 	}
 }
+
+func TestParseModel(t *testing.T) {
+	for _, m := range []Model{Timeslice, FIFO} {
+		if got, err := ParseModel(m.String()); err != nil || got != m {
+			t.Errorf("ParseModel(%q) = %v, %v", m, got, err)
+		}
+	}
+	if _, err := ParseModel("round-robin"); !errors.Is(err, ErrConfig) {
+		t.Errorf("an unknown model: %v", err)
+	}
+}

@@ -37,14 +37,10 @@ func (d Device) Config() (devmodel.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	switch d.Model {
-	case "":
-	case "timeslice":
-		cfg.Model = devmodel.Timeslice
-	case "fifo":
-		cfg.Model = devmodel.FIFO
-	default:
-		return cfg, fmt.Errorf("harness: device model %q is not timeslice or fifo", d.Model)
+	if d.Model != "" {
+		if cfg.Model, err = devmodel.ParseModel(d.Model); err != nil {
+			return cfg, fmt.Errorf("harness: %w", err)
+		}
 	}
 	if d.Switch != nil {
 		cfg.Switch = *d.Switch
