@@ -38,13 +38,6 @@ var h200Pairs = []h200Pair{
 		every: 8 * time.Millisecond, fikitLo: 1.005, fikHi: 1.005, sharLo: 1.49, sharHi: 1.49},
 }
 
-// calibrationLate is the run-start lateness the simulated HPs get: real
-// services wake up late (Python's time.sleep, the replayer's pacing on a
-// busy host) by tens of µs; without it a periodic HP's runs start exactly
-// on their clock and the core packs its fills to the µs (an assumption;
-// docs/simgpu.md).
-const calibrationLate = 100 * time.Microsecond
-
 type pairFigures struct {
 	alone                       float64 // HP p50 JCT alone, ns
 	sharing, fikitP10, fikitP50 float64 // HP ratios to alone
@@ -124,8 +117,8 @@ func TestCalibratedH200(t *testing.T) {
 	}
 	for _, p := range h200Pairs {
 		t.Run(p.name, func(t *testing.T) {
-			f := simulatePair(t, p, h200, calibrationLate)
-			l := simulatePair(t, p, legacy, calibrationLate)
+			f := simulatePair(t, p, h200, WakeLate)
+			l := simulatePair(t, p, legacy, WakeLate)
 			for _, row := range []struct {
 				dev string
 				f   pairFigures

@@ -239,8 +239,12 @@ func (s svc) simService() (sim.Service, error) {
 	if s.Graph {
 		ks = sim.GraphFromTrace(t, 0)
 	}
-	return sim.Service{Name: s.Key, Priority: uint8(s.Prio), Kernels: ks, PreNs: s.PreNs,
-		PostNs: s.Post, Every: s.Every, Runs: s.Runs, Poisson: s.Poisson, Seed: s.Seed}, nil
+	ss := sim.Service{Name: s.Key, Priority: uint8(s.Prio), Kernels: ks, PreNs: s.PreNs,
+		PostNs: s.Post, Every: s.Every, Runs: s.Runs, Poisson: s.Poisson, Seed: s.Seed}
+	if s.Every > 0 || s.Poisson > 0 {
+		ss.Late = sim.WakeLate // a real open-loop service starts its requests late
+	}
+	return ss, nil
 }
 
 // aloneJCT predicts a service's p50 JCT alone on device dev (the simulator
