@@ -71,7 +71,7 @@ func WriteReport(w io.Writer, res *Results) error {
 		if t.SharingValue != nil || t.SharingMedian != nil {
 			p("`%s` beside default sharing: under fikit %s worst, %s median; under default sharing (no scheduler) %s worst, %s median, ",
 				t.Key, numPct(t.Value), numPct(t.Median), numPct(t.SharingValue), numPct(t.SharingMedian))
-			p("over the same co-location scenarios (IV a/b, c, d, busy host, sparse HP, bursts).\n\n")
+			p("over the same co-location scenarios (IV a/b, c, d, busy host, sparse HP, bursts, workloads).\n\n")
 		}
 	}
 	for _, t := range res.Targets {
