@@ -52,8 +52,9 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)' 2>&1
 
 say "1. switch-probe: GPU and simgpu (h200)"
-step 60 "probe gpu" "$B/switch-probe" --json --reps 30 >"$work/probe-gpu.jsonl"
-step 90 "probe simgpu" sim "$B/switch-probe" --json --reps 30 >"$work/probe-sim.jsonl"
+fp=${CAL_FOOTPRINT_MB:-4096} # the footprint case's MiB (simgpu holds them in host memory)
+step 60 "probe gpu" "$B/switch-probe" --json --reps 30 --footprint-mb "$fp" >"$work/probe-gpu.jsonl"
+step 90 "probe simgpu" sim "$B/switch-probe" --json --reps 30 --footprint-mb "$fp" >"$work/probe-sim.jsonl"
 python3 $py probe "$work/probe-gpu.jsonl" "$work/probe-sim.jsonl"
 
 say "2. the switch from a framework's context (switch-probe --free beside an LP)"
