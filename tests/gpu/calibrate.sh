@@ -93,9 +93,13 @@ rec graph 20 --model resnet50 --batch 1 --graph
 rec bert16 5 --model bert --batch 16
 pair=(--json --runs 200 --interval 8ms --profile-runs 20 --hp-trace "$work/graph.trace" --hp-graph --hp-cpu-ns -1
 	--lp-trace "$work/bert16.trace" --lp-cpu-ns -1)
-step 120 "pair gpu" "$B/fikit" demo --gpu "${pair[@]}" >"$work/pair-gpu.json"
-step 120 "pair simgpu" "$B/fikit" demo --device h200 "${pair[@]}" >"$work/pair-sim.json"
-python3 $py pair "$work/pair-gpu.json" "$work/pair-sim.json" "$work/rec-graph.jsonl"
+if [ -s "$work/graph.trace" ] && [ -s "$work/bert16.trace" ]; then
+	step 120 "pair gpu" "$B/fikit" demo --gpu "${pair[@]}" >"$work/pair-gpu.json"
+	step 120 "pair simgpu" "$B/fikit" demo --device h200 "${pair[@]}" >"$work/pair-sim.json"
+	python3 $py pair "$work/pair-gpu.json" "$work/pair-sim.json" "$work/rec-graph.jsonl"
+else
+	echo "!! no recorded traces: the pair is not replayed"
+fi
 
 say done
 tar -C "$work" -czf "$out/calibrate.tgz" --exclude='timeline.jsonl' .
