@@ -31,7 +31,8 @@
  *   slice      B runs 5 ms spin kernels back to back; A's requests at random
  *              times wait for B's time slice to end (max ≈ slice + switch)
  *
- * --free: A alone sends requests at random times (0.5-3 ms apart) for
+ * --free: A alone sends requests at random times (5-45 ms apart, so that
+ * most of another service's requests run without one of A's inside) for
  * SECONDS and prints each one's launch time and JCT (CLOCK_MONOTONIC ns):
  * calibrate.sh runs it beside a PyTorch service to see the switch from a
  * framework's context.
@@ -478,7 +479,7 @@ static int free_mode(double seconds, unsigned seed)
 	int64_t t = now_ns();
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	while (t < end) {
-		t += 500000 + (int64_t)(rand_r(&seed) % 2500000);
+		t += 5000000 + (int64_t)(rand_r(&seed) % 40000000);
 		sleep_until(t);
 		int64_t t0 = now_ns();
 		int64_t j = request();

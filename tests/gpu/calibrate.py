@@ -55,28 +55,37 @@ def free(work, names):
     base = [r["jct_ns"] for r in lines(os.path.join(work, "free-alone.jsonl")) if "jct_ns" in r]
     b50 = q(base, 0.5)
     print(f"probe request alone: p50 {b50 / 1e3:.1f} us over {len(base)} requests")
+    print("requests after an LP request with none of this context's inside it (they may pay the switch back),")
+    print("by how long the LP had been idle; 'LP running': requests made while the LP's ran (they wait for")
+    print("its time slice)")
     print(f"{'beside':18} {'LP idle since':14} {'n':>4} {'delay p50 us':>13} {'p90 us':>8}")
     for name in names:
         if name == "alone":
             continue
         reqs = [r for r in lines(os.path.join(work, f"free-{name}.jsonl")) if "jct_ns" in r]
         lp = sorted((r["start_ns"], r["start_ns"] + r["jct_ns"]) for r in runs(os.path.join(work, f"free-{name}-lp.jsonl")))
+        # A request that may pay the switch back from the LP: none of this
+        # context's requests ran during the LP's last request, which left
+        # the LP's context loaded.
         bins = {}
-        for r in reqs:
+        prev_end = 0
+        for r in sorted(reqs, key=lambda r: r["start_ns"]):
             t = r["start_ns"]
             label = None
-            last_end = None
+            last = None
             for s, e in lp:
                 if s <= t < e:
                     label = "LP running"
                     break
                 if e <= t:
-                    last_end = e
+                    last = (s, e)
             if label is None:
-                if last_end is None:
+                if last is None or prev_end > last[0]:
+                    prev_end = t + r["jct_ns"]
                     continue
-                gap = (t - last_end) / 1e6
+                gap = (t - last[1]) / 1e6
                 label = next(l for lim, l in ((1, "0-1 ms"), (5, "1-5 ms"), (20, "5-20 ms"), (1e18, ">20 ms")) if gap < lim)
+            prev_end = t + r["jct_ns"]
             bins.setdefault(label, []).append(r["jct_ns"] - b50)
         for label in ("0-1 ms", "1-5 ms", "5-20 ms", ">20 ms", "LP running"):
             d = bins.get(label, [])

@@ -40,12 +40,8 @@ step() { # LIMIT_S NAME CMD…
 	[ $rc -eq 0 ] || echo "!! $name: exit $rc"
 	return $rc
 }
-sim() { # CMD… on a private simgpu device with the h200 preset
-	LD_LIBRARY_PATH=$B/simgpu FIKIT_SIMGPU_DEVICE=h200 FIKIT_SIMGPU_SHM=/fikit-cal-$$ "$@"
-	local rc=$?
-	rm -f /dev/shm/fikit-cal-$$
-	return $rc
-}
+# A command prefix: on a private simgpu device with the h200 preset.
+sim=(env LD_LIBRARY_PATH="$B/simgpu" FIKIT_SIMGPU_DEVICE=h200 FIKIT_SIMGPU_SHM=/fikit-cal-$$)
 
 say machine
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
@@ -54,11 +50,12 @@ python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)'
 say "1. switch-probe: GPU and simgpu (h200)"
 fp=${CAL_FOOTPRINT_MB:-4096} # the footprint case's MiB (simgpu holds them in host memory)
 step 60 "probe gpu" "$B/switch-probe" --json --reps 30 --footprint-mb "$fp" >"$work/probe-gpu.jsonl"
-step 90 "probe simgpu" sim "$B/switch-probe" --json --reps 30 --footprint-mb "$fp" >"$work/probe-sim.jsonl"
+step 90 "probe simgpu" "${sim[@]}" "$B/switch-probe" --json --reps 30 --footprint-mb "$fp" >"$work/probe-sim.jsonl"
+rm -f /dev/shm/fikit-cal-$$
 python3 $py probe "$work/probe-gpu.jsonl" "$work/probe-sim.jsonl"
 
 say "2. the switch from a framework's context (switch-probe --free beside an LP)"
-beside() { # NAME LP-CMD…: the probe's random requests for 6 s beside the LP (none without one)
+beside() { # NAME LP-CMD…: the probe's random requests for 8 s beside the LP (none without one)
 	local name=$1
 	shift
 	if [ $# -gt 0 ]; then
@@ -69,7 +66,7 @@ beside() { # NAME LP-CMD…: the probe's random requests for 6 s beside the LP (
 			sleep 0.1
 		done
 	fi
-	step 20 "free $name" "$B/switch-probe" --free 6 >"$work/free-$name.jsonl"
+	step 20 "free $name" "$B/switch-probe" --free 8 >"$work/free-$name.jsonl"
 	[ $# -gt 0 ] && { kill -TERM $lp 2>/dev/null; wait $lp; }
 }
 beside alone
