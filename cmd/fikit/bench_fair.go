@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/fikit/fikit/cmd/internal/fairbench"
 	"github.com/fikit/fikit/cmd/internal/harness"
+	"github.com/fikit/fikit/simgpu/devmodel"
 )
 
 // benchFairCommand is `fikit bench fair`: fair shares among equal
@@ -24,7 +26,8 @@ func benchFairCommand() *cli.Command {
 			"time per service is simgpu's timeline within the high-priority service's span. A mode with :holders\n" +
 			"runs the two without the high-priority service, for as long: both hold the GPU (no better priority).",
 		Flags: append([]cli.Flag{
-			&cli.IntFlag{Name: "switch-us", Usage: "simgpu's context-switch cost in µs (FIKIT_SIMGPU_SWITCH_US; 0: its default)"},
+			&cli.StringFlag{Name: "device", Value: devmodel.DefaultPreset, Usage: "simgpu device preset: " + strings.Join(devmodel.PresetNames(), ", ")},
+			&cli.IntFlag{Name: "switch-us", Usage: "simgpu's context-switch cost in µs, replacing the preset's (0: the preset's)"},
 			&cli.IntFlag{Name: "hp-runs", Value: 400, Usage: "high-priority requests per mode (one every 10 ms)"},
 			&cli.StringSliceFlag{Name: "mode", Usage: "a mode to measure, POLICY or POLICY:WEIGHT_SHORT:WEIGHT_LONG, with :holders for no " +
 				"high-priority service (the two hold the GPU) (repeatable; default: best-prio-fit, fair-prio-fit, fair-prio-fit:2:1)"},
@@ -34,6 +37,9 @@ func benchFairCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageError(c, "bench fair takes no arguments, got %q", c.Args().First())
+			}
+			if _, err := devmodel.Preset(c.String("device")); err != nil {
+				return usageError(c, "--device: %v", err)
 			}
 			if c.Int("switch-us") < 0 || c.Int("hp-runs") < 10 {
 				return usageError(c, "--switch-us must be ≥ 0 and --hp-runs ≥ 10")
@@ -61,7 +67,7 @@ func benchFairCommand() *cli.Command {
 				}
 				modes = append(modes, m)
 			}
-			o := fairbench.Options{Bin: bin, Dir: dir, SwitchUs: c.Int("switch-us"), HPRuns: c.Int("hp-runs"),
+			o := fairbench.Options{Bin: bin, Dir: dir, Preset: c.String("device"), SwitchUs: c.Int("switch-us"), HPRuns: c.Int("hp-runs"),
 				Modes: modes, Scheduler: &sched, Log: harness.Printer(os.Stderr)}
 			res, err := fairbench.Run(c.Context, o)
 			if res != nil && len(res.Modes) > 0 {

@@ -322,7 +322,11 @@ func (s *sim) scheduleArrival(st *svcState) {
 	default:
 		st.arriv = s.now
 	}
-	s.push(&event{at: max(st.arriv, s.now), kind: evArrive, svc: st})
+	at := st.arriv
+	if st.spec.Late > 0 && (st.spec.Every > 0 || st.spec.Poisson > 0) {
+		at += st.rng.Int64N(int64(st.spec.Late))
+	}
+	s.push(&event{at: max(at, s.now), kind: evArrive, svc: st})
 }
 
 // flushCore delivers the core's decisions after the reply latency.

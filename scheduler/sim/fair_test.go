@@ -22,7 +22,13 @@ func equals(t *testing.T, policy string, hp bool, ws, wl uint32, horizon time.Du
 		}
 		return Service{Name: o.Name, Priority: 5, Weight: w, Kernels: KernelsFromTrace(tr, 5000)}
 	}
-	dev := devmodel.DefaultConfig()
+	// The legacy device (25 µs switches), where the simulator shows
+	// best-prio-fit's unfairness among equals; `fikit bench fair` measures
+	// both presets on simgpu (docs/scheduler.md "Equals").
+	dev, err := devmodel.Preset("legacy")
+	if err != nil {
+		t.Fatal(err)
+	}
 	s, l := mk(trace.EqualsShort, 1, ws), mk(trace.EqualsLong, 2, wl)
 	svcs := []Service{s, l}
 	if hp {

@@ -81,6 +81,11 @@ type Service struct {
 	Every   time.Duration
 	Poisson float64
 	Seed    uint64
+	// Late, if > 0, delays each open-loop run's start after its arrival by
+	// a uniform random time in [0, Late) (seeded by Seed): the host's
+	// wake-up lateness, which makes run starts jitter around their clock
+	// (WakeLate is a typical figure).
+	Late time.Duration
 	// Burst > 0 (with Every): runs come in bursts of Burst, back to back;
 	// after a burst's last run the service idles Every before the next.
 	Burst int
@@ -92,6 +97,12 @@ type Service struct {
 	// as a real one would.
 	Profile *profiler.Profile
 }
+
+// WakeLate is how late a real open-loop service starts its requests, at
+// most: a time.sleep or a busy host wakes it tens of µs after its clock.
+// An assumption (docs/simgpu.md "Presets"): with requests exactly on their
+// clock the core packs its fills to the µs, which no real host allows.
+const WakeLate = 100 * time.Microsecond
 
 // Options configure a simulation.
 type Options struct {

@@ -59,7 +59,8 @@ typedef struct sg_env {
 	int validate; /* FIKIT_SIMGPU_VALIDATE=1: check the model at every unlock (tests) */
 } sg_env;
 
-void sg_env_load(sg_env *e);
+/* 0, or -1 when the environment is refused (an unknown FIKIT_SIMGPU_DEVICE). */
+int sg_env_load(sg_env *e);
 /* Print one warning line per differing field between what the environment asked and the segment has. */
 void sg_env_compare(const sg_params *want, const sg_params *have, int explicit_mask);
 extern int sg_env_explicit; /* bit per parameter set explicitly in the environment */

@@ -90,7 +90,9 @@ func DefaultModes() []Mode {
 // Options configure a measurement.
 type Options struct {
 	Bin, Dir string // the binaries; a scratch directory
-	// SwitchUs is simgpu's context-switch cost (0: its default preset).
+	// Preset is simgpu's device preset ("": its default); SwitchUs, if
+	// above 0, replaces the preset's context-switch cost.
+	Preset   string
 	SwitchUs int
 	// HPRuns is how many high-priority requests each mode lasts (every 10
 	// ms); ProfileRuns how many runs each service is profiled for.
@@ -165,7 +167,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	start := time.Now()
 	res := &Result{SwitchUs: o.SwitchUs, StartedUTC: start.UTC().Format(time.RFC3339),
-		Device: "simgpu timeslice model, " + switchName(o.SwitchUs)}
+		Device: deviceName(o)}
 	short, long, err := writeTraces(o.Dir)
 	if err != nil {
 		return nil, err
@@ -191,11 +193,22 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	return res, nil
 }
 
-func switchName(us int) string {
-	if us <= 0 {
-		return "default context switch (25 µs)"
+func deviceName(o Options) string {
+	d := device(o)
+	cfg, err := d.Config()
+	if err != nil {
+		return "simgpu " + d.PresetName()
 	}
-	return fmt.Sprintf("context switch %d µs (FIKIT_SIMGPU_SWITCH_US)", us)
+	return fmt.Sprintf("simgpu %s preset, context switch %v", d.PresetName(), cfg.Switch)
+}
+
+func device(o Options) harness.Device {
+	d := harness.Device{Preset: o.Preset}
+	if o.SwitchUs > 0 {
+		sw := time.Duration(o.SwitchUs) * time.Microsecond
+		d.Switch = &sw
+	}
+	return d
 }
 
 // writeTraces writes the two low-priority services' traces.
@@ -227,7 +240,7 @@ func writeTraces(dir string) (short, long string, err error) {
 }
 
 func env(o Options, name string) (*harness.Env, error) {
-	return harness.New(harness.Options{Bin: o.Bin, Dir: filepath.Join(o.Dir, name), SwitchUs: o.SwitchUs, Timeline: true})
+	return harness.New(harness.Options{Bin: o.Bin, Dir: filepath.Join(o.Dir, name), Device: device(o), Timeline: true})
 }
 
 // hpAlone is the high-priority service's p50 JCT alone, unhooked.
