@@ -57,6 +57,7 @@ func (n *Node) Step(ev Event) error {
 			return err
 		}
 		n.notified(t, e.Seq, e.Kernel, mini(e.Now, n.now))
+		n.rebalance(t.gpu)
 		n.schedule(t.gpu)
 		return nil
 	case LaunchesNotified:
@@ -73,6 +74,7 @@ func (n *Node) Step(ev Event) error {
 		if len(e.Times) > 0 {
 			t.noteLag(n.now - mini(e.Times[len(e.Times)-1], n.now))
 		}
+		n.rebalance(t.gpu)
 		n.schedule(t.gpu)
 		return nil
 	case LaunchRequested:
@@ -188,6 +190,7 @@ func (n *Node) register(e TaskRegistered) error {
 	t := &task{
 		id: e.Task, key: e.Key, pid: e.PID, prio: e.Priority, gpu: g, model: e.Model,
 		lastSeen: n.now, lastActive: n.now, registered: n.now, watched: e.Local,
+		weight: weightOf(e.Weight), owner: e.Owner,
 	}
 	sharing := e.Profile != nil && e.Profile.Phase == profiler.PhaseSharing
 	if sharing {
@@ -236,6 +239,7 @@ func (n *Node) remove(t *task) {
 	n.settleAll(t)
 	g.removeTask(t)
 	delete(n.tasks, t.id)
+	n.out.Accounts = append(n.out.Accounts, t.account())
 	n.stats.Left++
 	n.decideRuns(g)
 	n.electHolders(g, nil)
@@ -286,9 +290,12 @@ func (n *Node) electHolders(g *gpu, quiet *task) {
 			t.turnStart = n.now
 		}
 	}
+	if n.policy.holders != nil {
+		n.policy.holders(n, g, best)
+	}
 	for _, t := range g.tasks {
 		role := RoleWaiter
-		if t.prio == best && (alone == nil || alone == t) {
+		if t.prio == best && (alone == nil || alone == t) && !t.throttled {
 			role = RoleHolder
 		}
 		if role == t.role {
@@ -308,6 +315,7 @@ func (n *Node) electHolders(g *gpu, quiet *task) {
 		} else if prev == RoleHolder {
 			// Its launched work is still ahead of anything granted later.
 			g.lpBusyUntil = maxi(g.lpBusyUntil, t.busyUntil)
+			g.lpLast = t
 			t.nextLaunch = 0
 		}
 		if t != quiet {
@@ -357,6 +365,7 @@ func (n *Node) tick(heard int64) {
 		if n.holdersExpired(g) {
 			n.electHolders(g, nil)
 		}
+		n.rebalance(g)
 		n.schedule(g)
 		for p := range g.queues {
 			for _, r := range g.queues[p] {
@@ -434,6 +443,7 @@ func (n *Node) deadline() int64 {
 			at(n.turnEnd(g))
 		}
 		if g.waiting() == 0 {
+			at(n.fairDeadline(g)) // a throttled holder with nothing waiting
 			continue
 		}
 		for p := range g.queues {
@@ -452,6 +462,7 @@ func (n *Node) deadline() int64 {
 			at(g.lpBusyUntil)
 		}
 		at(n.idleStarveAt(g))
+		at(n.fairDeadline(g))
 	}
 	return d
 }
@@ -497,9 +508,11 @@ type Stats struct {
 	PredictionErrNs    int64  `json:"prediction_error_sum_ns"`
 	RunsCommitted      uint64 `json:"runs_committed"`
 	RunsDiscarded      uint64 `json:"runs_discarded"`
+	ProfilesCompleted  uint64 `json:"profiles_completed"`
+	FairTurns          uint64 `json:"fair_turns"`     // the turn among waiters of one priority moved (fair.go)
+	FairThrottles      uint64 `json:"fair_throttles"` // a holder ran the lag ahead of its equals and waited
 	// RunsDiscardedBy counts RunsDiscarded by reason (profiler.DiscardReason).
-	RunsDiscardedBy   DiscardCounts `json:"runs_discarded_by_reason"`
-	ProfilesCompleted uint64        `json:"profiles_completed"`
+	RunsDiscardedBy DiscardCounts `json:"runs_discarded_by_reason"`
 	// Drift (drift.go): sampled runs compared with their profiles, sampled
 	// runs not clean enough to compare, checked runs (sampled or by their
 	// kernel IDs) that mismatched, drifts found (by check), and profiles
@@ -546,6 +559,14 @@ type TaskInfo struct {
 	// built.
 	ProfileVersion uint32
 	Refreshing     bool
+	// Weight is its share among its equals; Throttled: a holder that ran
+	// the lag ahead of them waits (fair.go).
+	Weight    uint32
+	Throttled bool
+	// VirtualNs is its virtual time (GPU time used / weight) as fair shares
+	// compare it; Account its GPU time.
+	VirtualNs int64
+	Account   Account
 }
 
 // Tasks lists every task, by GPU then id.
@@ -554,7 +575,8 @@ func (n *Node) Tasks() []TaskInfo {
 	for _, g := range n.order {
 		for _, t := range g.tasks {
 			ti := TaskInfo{ID: t.id, Key: t.key, PID: t.pid, Priority: t.prio, GPU: g.uuid, Model: t.model,
-				Role: t.role, Phase: t.phase, Credit: t.credit, JCTNs: t.meanJCT()}
+				Role: t.role, Phase: t.phase, Credit: t.credit, JCTNs: t.meanJCT(),
+				Weight: uint32(t.weight), Throttled: t.throttled, VirtualNs: t.vt, Account: t.account()}
 			if t.prof != nil {
 				ti.Runs = t.prof.runs()
 			}

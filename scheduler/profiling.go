@@ -251,6 +251,7 @@ func (m *measured) forget(t int64) {
 }
 
 func (n *Node) measuredRecords(t *task, e MeasurementsReceived) {
+	n.billMeasured(t, e)
 	switch {
 	case t.prof != nil:
 		t.prof.b.AddRecords(e.Run, e.Records)

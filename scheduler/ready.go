@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Ack answers a registration.
@@ -90,6 +91,9 @@ type Ready struct {
 	Drifts []DriftEvent
 	// Dropped tasks: silent past DeadAfter. The daemon forgets them.
 	Dropped []TaskID
+	// Accounts are the final GPU-time accounts of the tasks removed since
+	// the last Ready (left, dropped or replaced), for the daemon to keep.
+	Accounts []Account
 	// Deadline is when the core next wants a Tick (0: no deadline).
 	Deadline int64
 }
@@ -98,7 +102,8 @@ type Ready struct {
 // a decision).
 func (r *Ready) Empty() bool {
 	return len(r.Acks) == 0 && len(r.Grants) == 0 && len(r.Holds) == 0 &&
-		len(r.States) == 0 && len(r.Profiles) == 0 && len(r.Dropped) == 0 && len(r.Runs) == 0 && len(r.Drifts) == 0
+		len(r.States) == 0 && len(r.Profiles) == 0 && len(r.Dropped) == 0 && len(r.Runs) == 0 && len(r.Drifts) == 0 &&
+		len(r.Accounts) == 0
 }
 
 // String renders the decisions one per line, as scenario tests show them.
@@ -147,6 +152,9 @@ func (r *Ready) Format(usual uint32) string {
 	}
 	for _, d := range r.Dropped {
 		fmt.Fprintf(&b, "dropped task=%d\n", d)
+	}
+	for _, a := range r.Accounts {
+		fmt.Fprintf(&b, "account task=%d used=%s measured=%s granted=%s\n", a.Task, time.Duration(a.UsedNs), time.Duration(a.MeasuredNs), time.Duration(a.GrantedNs))
 	}
 	return b.String()
 }

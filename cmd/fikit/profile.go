@@ -276,14 +276,14 @@ type showKernel struct {
 // "p90_duration_ns", "mean_gap_ns" and "p90_gap_ns". Other members are
 // extras.
 type showProfile struct {
-	TaskKey       string       `json:"task_key"`
-	GPU           string       `json:"gpu"`
-	Phase         string       `json:"phase"`
-	Runs          uint32       `json:"runs"`
-	TargetRuns    uint32       `json:"target_runs"`
-	DiscardedRuns uint32       `json:"discarded_runs"`
-	MeanRunNs     float64      `json:"mean_run_ns"`
-	P90RunNs      float64      `json:"p90_run_ns"`
+	TaskKey       string  `json:"task_key"`
+	GPU           string  `json:"gpu"`
+	Phase         string  `json:"phase"`
+	Runs          uint32  `json:"runs"`
+	TargetRuns    uint32  `json:"target_runs"`
+	DiscardedRuns uint32  `json:"discarded_runs"`
+	MeanRunNs     float64 `json:"mean_run_ns"`
+	P90RunNs      float64 `json:"p90_run_ns"`
 	// Discards are discarded_runs by reason (profiler.DiscardReason's
 	// names; "unclassified": runs discarded before reasons were kept).
 	Discards map[string]uint32 `json:"discards"`

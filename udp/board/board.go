@@ -248,6 +248,22 @@ func (b *Board) Release(task uint32) {
 	}
 }
 
+// SlotsInUse counts the waiter slots a task owns: a daemon's metric (a
+// slot not released when its task leaves would be lost to every later task
+// of its residue class).
+func (b *Board) SlotsInUse() int {
+	if b == nil || b.mem == nil {
+		return 0
+	}
+	n := 0
+	for i := 0; i < Slots; i++ {
+		if b.word32(slotsOff+i*slotStride+offSlotTask).Load() != 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // Waiting reports whether a thread of task waits in its slot for the
 // answer to request seq.
 func (b *Board) Waiting(task, seq uint32) bool {

@@ -37,6 +37,11 @@ type Status struct {
 	Tasks     []TaskStatus     `json:"tasks"`
 	Stats     scheduler.Stats  `json:"stats"`
 	Scheduler scheduler.Config `json:"scheduler"`
+	// Tenants is the GPU time accounted to each tenant (the user owning a
+	// task's socket, "remote" when the daemon cannot see it) and its task
+	// keys, over the daemon's lifetimes: the tasks gone and the live ones
+	// (docs/operations.md "Accounting").
+	Tenants []TenantStatus `json:"tenants"`
 }
 
 // TaskStatus is one task in Status.
@@ -61,7 +66,21 @@ type TaskStatus struct {
 	// version is being measured.
 	ProfileVersion uint32 `json:"profile_version"`
 	Refreshing     bool   `json:"refreshing"`
+	// Tenant is whom its GPU time is accounted to; Weight its share among
+	// its equals, Throttled whether it waits for them to catch up, and
+	// VirtualTimeNs its GPU time used / weight as they are compared
+	// (docs/scheduler.md "Equals").
+	Tenant        string `json:"tenant"`
+	Weight        uint32 `json:"weight"`
+	Throttled     bool   `json:"throttled"`
+	VirtualTimeNs int64  `json:"virtual_time_ns"`
+	GPUTime
 }
+
+// adminIdleTimeout closes an admin connection idle between requests: a
+// client that keeps connections alive and never reuses them would hold a
+// descriptor and a goroutine of the daemon each, for its lifetime.
+var adminIdleTimeout = 30 * time.Second
 
 func newAdminServer(s *Server, path string) (*adminServer, error) {
 	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
@@ -91,7 +110,8 @@ func newAdminServer(s *Server, path string) (*adminServer, error) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(s.Status())
 	})
-	srv := &http.Server{Handler: ownerChanges(mux, os.Geteuid()), ReadHeaderTimeout: 5 * time.Second, ConnContext: withPeer}
+	srv := &http.Server{Handler: ownerChanges(mux, os.Geteuid()), ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout: adminIdleTimeout, ConnContext: withPeer}
 	return &adminServer{path: path, ln: ln, srv: srv}, nil
 }
 
@@ -147,10 +167,14 @@ func (s *Server) Status() Status {
 	st := Status{Listen: s.Addr().String(), UptimeNs: s.now() - s.start, Tasks: []TaskStatus{},
 		Stats: s.core.Stats(), Scheduler: s.core.Config()}
 	for _, t := range s.core.Tasks() {
+		a := t.Account
 		st.Tasks = append(st.Tasks, TaskStatus{ID: uint32(t.ID), Key: t.Key, PID: t.PID, Priority: t.Priority,
 			GPU: t.GPU, Model: t.Model, Role: t.Role.String(), Phase: t.Phase.String(), Credit: t.Credit,
 			Runs: t.Runs, Waiting: t.Waiting, JCTNs: t.JCTNs, Verified: s.tasks[t.ID] != nil && s.tasks[t.ID].proven,
-			ProfileVersion: t.ProfileVersion, Refreshing: t.Refreshing})
+			ProfileVersion: t.ProfileVersion, Refreshing: t.Refreshing,
+			Tenant: a.Owner, Weight: t.Weight, Throttled: t.Throttled, VirtualTimeNs: t.VirtualNs,
+			GPUTime: GPUTime{UsedNs: a.UsedNs, MeasuredNs: a.MeasuredNs, GrantedNs: a.GrantedNs}})
 	}
+	st.Tenants = tenants(s.usage())
 	return st
 }
