@@ -51,9 +51,11 @@ int fk_ctl_flush_wait(unsigned gen, unsigned ms)
 	while ((int)(flush_done - gen) < 0)
 		if (pthread_cond_timedwait(&flush_cv, &flush_mu, &dl) == ETIMEDOUT)
 			break;
-	int ok = (int)(flush_done - gen) >= 0 && flush_ok;
+	int r = (int)(flush_done - gen) >= 0 && flush_ok ? FK_FLUSH_DURABLE
+		: (int)(flush_serving - gen) >= 0	  ? FK_FLUSH_SHIPPED
+							  : FK_FLUSH_NOT_SHIPPED;
 	pthread_mutex_unlock(&flush_mu);
-	return ok;
+	return r;
 }
 
 /* The flush being served is over: its waiters (and older ones') wake. */

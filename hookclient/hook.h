@@ -216,8 +216,11 @@ int fk_ctl_target(const fk_msg_in *m);
 void fk_sender_wake(void);
 extern int fk_wake_fd; /* the sender's eventfd, -1 before it starts */
 /* fikit_flush(): the flushes requested (the sender serves the latest),
- * and waiting for the one numbered gen to be over, at most ms; 1 if
- * everything it covered is durable at the daemon. */
+ * and waiting for the one numbered gen to be over, at most ms: everything
+ * it covered durable at the daemon, shipped but not confirmed (the daemon
+ * slow, gone, or a task not registered), or not even shipped (the sender
+ * did not get to it: it is lost if the process ends now). */
+enum { FK_FLUSH_NOT_SHIPPED = -1, FK_FLUSH_SHIPPED = 0, FK_FLUSH_DURABLE = 1 };
 extern atomic_uint fk_flush_req;
 int fk_ctl_flush_wait(unsigned gen, unsigned ms);
 /* The sender: the flush it is asking the daemon about now (FLUSHED ends it). */

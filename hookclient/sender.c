@@ -334,7 +334,7 @@ int fk_task_leave(fk_task *t)
 }
 
 /* Ask the sender to flush (ship what was measured, then the daemon says
- * when it is durable) and wait for it, at most ms: 1 if all of it is. */
+ * when it is durable) and wait for it, at most ms: FK_FLUSH_*. */
 static int flush_wait(unsigned ms)
 {
 	unsigned gen = atomic_fetch_add(&fk_flush_req, 1) + 1;
@@ -357,7 +357,7 @@ FK_EXPORT int fikit_flush(void)
 	pthread_mutex_unlock(&start_mu);
 	if (!on)
 		return 0; /* nothing registered: nothing measured */
-	return flush_wait(FK_FLUSH_MS) ? 0 : -1;
+	return flush_wait(FK_FLUSH_MS) == FK_FLUSH_DURABLE ? 0 : -1;
 }
 
 static void at_exit(void)
@@ -370,7 +370,13 @@ static void at_exit(void)
 	 * atexit handlers (Go's os.Exit, _exit) call fikit_flush() first, or
 	 * lose what the sender had not shipped yet. */
 	atomic_store(&exiting, 1);
-	flush_wait(FK_EXIT_FLUSH_MS);
+	int r = flush_wait(FK_EXIT_FLUSH_MS);
+	if (r == FK_FLUSH_NOT_SHIPPED)
+		fk_log(FK_LOG_WARN, "exit: the sender did not ship the last measurements and launch reports within %d ms; "
+				    "they are lost", FK_EXIT_FLUSH_MS);
+	else if (r == FK_FLUSH_SHIPPED)
+		fk_log(FK_LOG_DEBUG, "exit: the scheduler did not confirm the last measurements within %d ms",
+		       FK_EXIT_FLUSH_MS);
 	step_now(&(fk_ev){.type = FK_EV_EXIT, .now = fk_now_ns()});
 }
 

@@ -58,7 +58,8 @@ type recvd struct {
 
 // fakeSched is a recording scheduler on 127.0.0.1: it acknowledges each
 // Register with a new task ID and the policy's role and phase, grants (or
-// not) every LaunchRequest, and keeps everything it received.
+// not) every LaunchRequest, answers every Flush, and keeps everything it
+// received.
 type fakeSched struct {
 	t        testing.TB
 	conn     *net.UDPConn
@@ -190,6 +191,10 @@ func (f *fakeSched) serve() {
 			}
 		case *udp.Heartbeat:
 			task = m.TaskID
+		case *udp.Flush:
+			// Nothing to make durable here: what was sent has arrived.
+			task = m.TaskID
+			reply = &udp.Flushed{TaskID: m.TaskID, Seq: m.Seq}
 		}
 		if task != 0 && f.policy.ForgetAt > 0 && f.launches == f.policy.ForgetAt && !f.forgot {
 			// Once, as a restarted daemon forgets once: the count stays
