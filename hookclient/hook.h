@@ -292,6 +292,9 @@ int fk_sender_start(void); /* once per process (and per child) */
  * are freed only when its launches are reported. */
 extern atomic_int fk_sender_dozing;
 void fk_sender_reset_child(void);
+/* Fork: the sender is parked (between iterations) across it. */
+void fk_sender_fork_prepare(void);
+void fk_sender_fork_parent(void);
 
 /* ---- an application thread's waits (waiter.c) ---- */
 

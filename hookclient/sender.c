@@ -40,6 +40,13 @@ atomic_int fk_sender_dozing;
 
 static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
 static int started; /* the sender thread runs in this process */
+/* Held by the sender while it works, released while it sleeps in ppoll:
+ * fork takes it first, so the sender is never inside an allocator (or any
+ * lock of ours) when the process forks. glibc's malloc locks itself around
+ * fork; the sanitizers' allocators do not, and a child forked while the
+ * sender was allocating inherited a locked allocator and hung at its
+ * sender's first allocation (TSan and ASan both). */
+static pthread_mutex_t work_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int exiting;
 static unsigned flush_handled; /* the last flush request the sender served */
 static uint64_t ring_dropped_reported;
@@ -270,6 +277,7 @@ static void *sender_main(void *arg)
 	}
 	uint64_t timeout = POLL_MIN_NS;
 	int readable = 1;
+	pthread_mutex_lock(&work_mu);
 	for (;;) {
 		int pending = 0;
 		unsigned req = atomic_load(&fk_flush_req);
@@ -295,7 +303,9 @@ static void *sender_main(void *arg)
 		struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)wait};
 		readable = 0;
 		atomic_store_explicit(&fk_sender_dozing, wait > POLL_MIN_NS, memory_order_relaxed);
+		pthread_mutex_unlock(&work_mu);
 		int woke = ppoll(pfd, 2, &ts, NULL);
+		pthread_mutex_lock(&work_mu);
 		atomic_store_explicit(&fk_sender_dozing, 0, memory_order_relaxed);
 		if (woke > 0) {
 			readable = pfd[0].revents != 0; /* data, or an error (ECONNREFUSED) to collect */
@@ -420,9 +430,13 @@ out:
 	return rc;
 }
 
+void fk_sender_fork_prepare(void) { pthread_mutex_lock(&work_mu); }
+void fk_sender_fork_parent(void) { pthread_mutex_unlock(&work_mu); }
+
 void fk_sender_reset_child(void)
 {
 	/* The child has no sender thread; it starts one at its next launch. */
+	pthread_mutex_unlock(&work_mu); /* this thread took it (fk_sender_fork_prepare) */
 	pthread_mutex_init(&start_mu, NULL);
 	flush_handled = 0;
 	if (fk_wake_fd >= 0)

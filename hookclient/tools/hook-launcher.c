@@ -390,14 +390,9 @@ static void threads(int runs, int n)
 static void fork_runs(int runs)
 {
 	plain_runs("direct", 1);
-	/* gcc 12's AddressSanitizer allocator takes no lock around fork: a
-	 * child forked while another thread (the hook's sender, allocating as
-	 * the task registers) is inside malloc inherits a locked allocator and
-	 * hangs. make test-asan lets the parent settle first (docs/operations.md
-	 * "Sanitizers"); with glibc's malloc nothing waits. */
-	const char *settle = getenv("HOOK_LAUNCHER_FORK_SETTLE_MS");
-	if (settle && *settle)
-		usleep((useconds_t)atoi(settle) * 1000);
+	/* The hook's sender may be working right now: the hook parks it across
+	 * fork, so the child inherits no lock (an allocator's included) that
+	 * the sender held. */
 	pid_t pid = fork();
 	if (pid < 0) {
 		perror("fork");
