@@ -267,6 +267,7 @@ static int measure_all(int *pending, int force)
 static void *sender_main(void *arg)
 {
 	(void)arg;
+	pthread_mutex_lock(&work_mu); /* from its first instruction: it may allocate */
 	prctl(PR_SET_NAME, "fikit-sender");
 	prctl(PR_SET_TIMERSLACK, 1UL); /* ppoll's default 50 µs slack would dominate */
 	if (fk_drv.cuThreadExchangeStreamCaptureMode) {
@@ -277,7 +278,6 @@ static void *sender_main(void *arg)
 	}
 	uint64_t timeout = POLL_MIN_NS;
 	int readable = 1;
-	pthread_mutex_lock(&work_mu);
 	for (;;) {
 		int pending = 0;
 		unsigned req = atomic_load(&fk_flush_req);
