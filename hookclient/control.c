@@ -9,6 +9,7 @@
  * a waiter's wait) go back to it. Never on a holder's launch path. */
 #include "hook.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,6 +21,52 @@ static fk_acts acts; /* under mu */
 static char task_key[FK_TASK_KEY_MAX + 1];
 static char sched_name[300];
 int fk_wake_fd = -1;
+
+/* fikit_flush(): requests (numbered), the one the sender serves, and the
+ * last one over with its result; waiters sleep on flush_cv. */
+atomic_uint fk_flush_req;
+static pthread_mutex_t flush_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t flush_cv = PTHREAD_COND_INITIALIZER;
+static unsigned flush_serving, flush_done;
+static int flush_ok;
+
+void fk_ctl_flush_serving(unsigned gen)
+{
+	pthread_mutex_lock(&flush_mu);
+	flush_serving = gen;
+	pthread_mutex_unlock(&flush_mu);
+}
+
+int fk_ctl_flush_wait(unsigned gen, unsigned ms)
+{
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += ms / 1000;
+	dl.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (dl.tv_nsec >= 1000000000) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&flush_mu);
+	while ((int)(flush_done - gen) < 0)
+		if (pthread_cond_timedwait(&flush_cv, &flush_mu, &dl) == ETIMEDOUT)
+			break;
+	int r = (int)(flush_done - gen) >= 0 && flush_ok ? FK_FLUSH_DURABLE
+		: (int)(flush_serving - gen) >= 0	  ? FK_FLUSH_SHIPPED
+							  : FK_FLUSH_NOT_SHIPPED;
+	pthread_mutex_unlock(&flush_mu);
+	return r;
+}
+
+/* The flush being served is over: its waiters (and older ones') wake. */
+static void flushed(int ok)
+{
+	pthread_mutex_lock(&flush_mu);
+	flush_done = flush_serving;
+	flush_ok = ok;
+	pthread_cond_broadcast(&flush_cv);
+	pthread_mutex_unlock(&flush_mu);
+}
 
 void fk_sender_wake(void)
 {
@@ -69,6 +116,8 @@ static void publish(int ti)
 	atomic_store_explicit(&t->gate_expires, v->gate_expires, memory_order_relaxed);
 	atomic_store_explicit(&t->credit_limit, v->credit_limit, memory_order_relaxed);
 	atomic_store_explicit(&t->backoff_until_ns, v->backoff_until, memory_order_relaxed);
+	atomic_store_explicit(&t->sample, v->sample, memory_order_relaxed);
+	atomic_store_explicit(&t->profile_runs, v->profile_runs, memory_order_relaxed);
 	atomic_store_explicit(&t->mode, v->mode, memory_order_release);
 	atomic_store_explicit(&t->state, v->state, memory_order_release);
 }
@@ -98,6 +147,9 @@ int fk_ctl_step(const fk_ev *ev, fk_act *out, int cap)
 		case FK_ACT_LOG:
 			fk_log(a->level, "%s", a->text);
 			break;
+		case FK_ACT_FLUSHED:
+			flushed(a->granted);
+			break;
 		default:
 			if (n < cap)
 				out[n++] = *a;
@@ -122,6 +174,10 @@ void fk_ctl_unlock(void) { pthread_mutex_unlock(&mu); }
 void fk_ctl_reset_child(void)
 {
 	pthread_mutex_init(&mu, NULL);
+	pthread_mutex_init(&flush_mu, NULL);
+	pthread_cond_init(&flush_cv, NULL);
+	flush_serving = flush_done = 0;
+	atomic_store(&fk_flush_req, 0);
 	fk_wake_fd = -1; /* the sender closed it */
 	if (ready)
 		fk_core_step(&core, &(fk_ev){.type = FK_EV_FORK, .pid = (uint32_t)getpid()}, &acts);

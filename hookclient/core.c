@@ -32,6 +32,8 @@ __attribute__((format(printf, 3, 4))) static void logf_(fk_acts *out, int level,
 
 static fk_who who_of(const fk_core_task *t) { return (fk_who){t->v.task_id, t->v.token}; }
 
+static void flush_fail(fk_core *c, fk_acts *out);
+
 static void send_msg(fk_acts *out, int ti, const fk_msg_out *m)
 {
 	fk_act *a = act(out, FK_ACT_SEND, ti);
@@ -83,9 +85,9 @@ static void credit_grant(fk_core *c, fk_core_task *t, const fk_msg_in *m, uint64
 		t->v.credit_limit = lim;
 }
 
-/* Role and phase from RegisterAck or State, with credit and gate. */
+/* Role and phase from RegisterAck or State, with credit, gate and sample. */
 static void apply(fk_core *c, fk_core_task *t, const fk_ev *ev, int role, int phase, uint32_t credit, uint64_t seen,
-		  uint64_t expires)
+		  uint64_t expires, uint32_t sample)
 {
 	uint32_t mode = role == FK_ROLE_WAITER ? FK_MODE_WAITER : FK_MODE_HOLDER;
 	if (phase == FK_PHASE_PROFILING && ev->pool)
@@ -93,6 +95,9 @@ static void apply(fk_core *c, fk_core_task *t, const fk_ev *ev, int role, int ph
 	gate_set(c, t, seen, expires, ev->now);
 	credit_set(t, credit, ev->seq_now);
 	t->v.mode = mode;
+	/* Sharing: one run in `sample` measured (the daemon watches the
+	 * profile for drift), if the events are there. */
+	t->v.sample = phase == FK_PHASE_SHARING && ev->pool ? sample : 0;
 }
 
 /* ---- registration ---- */
@@ -150,6 +155,7 @@ static void sched_lost(fk_core *c, const char *why, uint64_t now, fk_acts *out)
 		logf_(out, FK_LOG_WARN, "scheduler %s unreachable (%s); running un-hooked, retrying in the background",
 		      c->cfg.sched, why);
 	}
+	flush_fail(c, out);
 }
 
 static void on_register(fk_core *c, const fk_ev *ev, fk_acts *out)
@@ -202,7 +208,8 @@ static void on_register_ack(fk_core *c, const fk_ev *ev, fk_acts *out)
 	t->board = ev->board;
 	/* The ack carries no gate: what the board shows now is what the daemon
 	 * knew when it answered, near enough. */
-	apply(c, t, ev, m->role, m->phase, 0, ev->board ? ev->above : 0, 0);
+	t->v.profile_runs = m->profile_runs;
+	apply(c, t, ev, m->role, m->phase, 0, ev->board ? ev->above : 0, 0, m->sample);
 	if (t->v.state == FK_ST_REGISTERING)
 		act(out, FK_ACT_REGISTERED, ti);
 	t->v.state = FK_ST_ACTIVE;
@@ -219,6 +226,8 @@ static void on_register_ack(fk_core *c, const fk_ev *ev, fk_acts *out)
 static void on_tick(fk_core *c, const fk_ev *ev, fk_acts *out)
 {
 	uint64_t now = ev->now;
+	if (c->flushing && now >= c->flush_until)
+		flush_fail(c, out);
 	for (int i = 0; i < FK_MAX_TASKS; i++) {
 		fk_core_task *t = &c->task[i];
 		if (!t->known)
@@ -257,6 +266,57 @@ static void reregister(fk_core_task *t, int wake, fk_acts *out)
 	t->rereg = 1;
 	if (wake)
 		act(out, FK_ACT_WAKE, -1);
+}
+
+/* ---- fikit_flush() ---- */
+
+/* The flush is over when no Flush is unanswered. */
+static void flush_check(fk_core *c, fk_acts *out)
+{
+	if (!c->flushing)
+		return;
+	for (int i = 0; i < FK_MAX_TASKS; i++)
+		if (c->task[i].flush_pending)
+			return;
+	c->flushing = 0;
+	act(out, FK_ACT_FLUSHED, -1)->granted = !c->flush_failed;
+}
+
+/* The flush ends unanswered: a timeout, or the scheduler is gone. */
+static void flush_fail(fk_core *c, fk_acts *out)
+{
+	if (!c->flushing)
+		return;
+	for (int i = 0; i < FK_MAX_TASKS; i++)
+		c->task[i].flush_pending = 0;
+	c->flush_failed = 1;
+	flush_check(c, out);
+}
+
+/* Everything measured has been shipped (the shell read the events of every
+ * run that ended): ask the daemon, per registered task, to say when what it
+ * was sent is durable. A task registering or unreachable cannot be flushed:
+ * the flush fails (what it measured did not reach the daemon). */
+static void on_flush(fk_core *c, const fk_ev *ev, fk_acts *out)
+{
+	c->flushing = 1;
+	c->flush_failed = 0;
+	c->flush_until = ev->until;
+	for (int i = 0; i < FK_MAX_TASKS; i++) {
+		fk_core_task *t = &c->task[i];
+		t->flush_pending = 0;
+		if (!t->known)
+			continue;
+		if (t->v.state == FK_ST_ACTIVE) {
+			t->flush_seq = ++c->flush_counter;
+			t->flush_pending = 1;
+			fk_who w = who_of(t);
+			send_msg(out, i, &(fk_msg_out){.type = FK_MSG_FLUSH, .task_id = w.id, .token = w.token, .seq = t->flush_seq});
+		} else if (t->v.state == FK_ST_REGISTERING || t->v.state == FK_ST_UNREACHABLE) {
+			c->flush_failed = 1;
+		}
+	}
+	flush_check(c, out);
 }
 
 /* An answer on a waiting thread's socket or board slot: a Grant for its
@@ -310,7 +370,13 @@ static void on_message(fk_core *c, const fk_ev *ev, fk_acts *out)
 		break;
 	case FK_MSG_STATE:
 		if (t)
-			apply(c, t, ev, m->role, m->phase, m->credit, m->seen_ns, m->expires_ns);
+			apply(c, t, ev, m->role, m->phase, m->credit, m->seen_ns, m->expires_ns, m->sample);
+		break;
+	case FK_MSG_FLUSHED:
+		if (t && t->flush_pending && m->seq == t->flush_seq) {
+			t->flush_pending = 0;
+			flush_check(c, out);
+		}
 		break;
 	case FK_MSG_GRANT: /* a credit renewal (or a late grant): only its credit counts here */
 		if (t)
@@ -321,8 +387,15 @@ static void on_message(fk_core *c, const fk_ev *ev, fk_acts *out)
 		 * at a worse priority than asked. The user should know. */
 		logf_(out, m->code == FK_ERR_INVALID && m->task_id ? FK_LOG_WARN : FK_LOG_DEBUG,
 		      "scheduler error %u for task %u: %.*s", m->code, m->task_id, (int)m->message_len, m->message);
-		if (m->code == FK_ERR_UNKNOWN_TASK && t)
+		if (m->code == FK_ERR_UNKNOWN_TASK && t) {
 			reregister(t, 0, out);
+			if (t->flush_pending) {
+				/* The daemon forgot the task: what it had is lost. */
+				t->flush_pending = 0;
+				c->flush_failed = 1;
+				flush_check(c, out);
+			}
+		}
 		if (m->code == FK_ERR_VERSION) {
 			logf_(out, FK_LOG_WARN, "scheduler does not speak wire protocol v%d; the hook is disabled", FK_WIRE_VERSION);
 			c->disabled = 1;
@@ -436,9 +509,9 @@ static void on_gate_closed(fk_core_task *t, const fk_ev *ev)
 
 /* ---- runs, exit, fork ---- */
 
-/* A run ended: report it (measurements first, if any, then RunEnd) unless it
- * is not whole (the task was activated mid-run) or the task is not
- * registered. */
+/* A run ended: report it (measurements first, if it was measured, then
+ * RunEnd, saying why a measured run has none) unless it is not whole (the
+ * task was activated mid-run) or the task is not registered. */
 static void on_run_end(fk_core *c, const fk_ev *ev, fk_acts *out)
 {
 	fk_core_task *t = &c->task[ev->task];
@@ -447,14 +520,17 @@ static void on_run_end(fk_core *c, const fk_ev *ev, fk_acts *out)
 	if (partial || t->v.state != FK_ST_ACTIVE)
 		return;
 	fk_who w = who_of(t);
-	fk_act *a = act(out, FK_ACT_RECORDS, ev->task);
-	a->run = t->run;
-	a->who = w;
-	a->reg_gen = t->v.reg_gen;
-	a->profile_runs = t->profile_runs;
+	if (ev->measured) {
+		fk_act *a = act(out, FK_ACT_RECORDS, ev->task);
+		a->run = t->run;
+		a->who = w;
+		a->reg_gen = t->v.reg_gen;
+		a->profile_runs = t->profile_runs;
+	}
 	send_msg(out, ev->task,
 		 &(fk_msg_out){.type = FK_MSG_RUN_END, .task_id = w.id, .token = w.token, .run = t->run,
-			       .kernels = ev->kernels, .run_ns = ev->run_ns, .reason = ev->reason, .last_seq = ev->last_seq});
+			       .kernels = ev->kernels, .run_ns = ev->run_ns, .reason = ev->reason, .last_seq = ev->last_seq,
+			       .unmeasured = ev->measured ? 0 : ev->unmeasured});
 	t->run++;
 }
 
@@ -489,7 +565,7 @@ static void on_exit_(fk_core *c, fk_acts *out)
  * again at their next launch. */
 static void on_fork(fk_core *c, const fk_ev *ev)
 {
-	uint32_t counter = c->reg_counter;
+	uint32_t counter = c->reg_counter; /* a flush under way is the parent's */
 	int timeout_warned = c->timeout_warned;
 	fk_core_config cfg = c->cfg;
 	cfg.pid = ev->pid;
@@ -503,7 +579,7 @@ static int view_eq(const fk_view *a, const fk_view *b)
 	return a->token == b->token && a->gate_seen == b->gate_seen && a->gate_expires == b->gate_expires &&
 	       a->backoff_until == b->backoff_until && a->state == b->state && a->mode == b->mode &&
 	       a->task_id == b->task_id && a->credit_limit == b->credit_limit && a->revoked_seq == b->revoked_seq &&
-	       a->reg_gen == b->reg_gen;
+	       a->reg_gen == b->reg_gen && a->sample == b->sample && a->profile_runs == b->profile_runs;
 }
 
 static int bad_task(const fk_core *c, const fk_ev *ev)
@@ -531,6 +607,9 @@ void fk_core_step(fk_core *c, const fk_ev *ev, fk_acts *out)
 		break;
 	case FK_EV_FORK:
 		on_fork(c, ev);
+		break;
+	case FK_EV_FLUSH:
+		on_flush(c, ev, acts);
 		break;
 	case FK_EV_REFUSED:
 		/* A refusal on a request's socket under a registration that has

@@ -66,6 +66,8 @@ typedef struct fk_view {
 	uint32_t credit_limit; /* launch s goes without asking while s ≤ credit_limit (serial order) */
 	uint32_t revoked_seq;  /* a grant for an older launch renews nothing */
 	uint32_t reg_gen;      /* acks received: tells a registration from the one before */
+	uint32_t sample;       /* sharing: measure one run in this many (0: none) */
+	uint32_t profile_runs; /* T: the measurement's uncertainty bound (measure.c) */
 } fk_view;
 
 typedef struct fk_core_task {
@@ -84,6 +86,8 @@ typedef struct fk_core_task {
 	uint32_t heartbeat_ms, profile_runs, run;
 	uint64_t next_heartbeat_ns;
 	uint32_t backoff_ms; /* fail-open back-off, 0 after a grant */
+	uint32_t flush_seq;  /* the last Flush sent about it */
+	int flush_pending;   /* … not answered yet */
 } fk_core_task;
 
 typedef struct fk_core {
@@ -93,6 +97,11 @@ typedef struct fk_core {
 	int outage_warned;    /* one warning per outage */
 	int timeout_warned;   /* one warning for grant timeouts */
 	int disabled;         /* the daemon does not speak our protocol: nothing registers */
+	/* fikit_flush(): a flush under way until flush_until, failed if a task
+	 * could not be flushed. */
+	int flushing, flush_failed;
+	uint64_t flush_until;
+	uint32_t flush_counter;
 } fk_core;
 
 enum fk_ev_type {
@@ -110,6 +119,7 @@ enum fk_ev_type {
 	FK_EV_EXIT,             /* the process exits */
 	FK_EV_LEAVE,            /* the task leaves: its process hit a sticky device error */
 	FK_EV_FORK,             /* this is a forked child (pid) */
+	FK_EV_FLUSH,            /* what was measured is shipped: ask the daemon to say when it is durable, until `until` */
 };
 
 typedef struct fk_ev {
@@ -135,6 +145,9 @@ typedef struct fk_ev {
 	uint32_t kernels, last_seq, pid; /* RUN_END; FORK: pid */
 	uint64_t run_ns;
 	uint8_t reason;
+	int measured;       /* RUN_END: its measurements are ready to ship */
+	uint8_t unmeasured; /* RUN_END: measured, but not shippable, and why (FK_UNMEASURED_*) */
+	uint64_t until;     /* FLUSH: when to give up waiting for the answers */
 } fk_ev;
 
 enum fk_act_type {
@@ -148,6 +161,7 @@ enum fk_act_type {
 	FK_ACT_REASK,       /* granted on a stale view: ask again for seq */
 	FK_ACT_RECORDS,     /* ship the run's measurements as run `run` (before the RunEnd that follows) */
 	FK_ACT_LOG,         /* level (log.h), text */
+	FK_ACT_FLUSHED,     /* the flush is over: granted 1 if every task's measurements are durable */
 };
 
 typedef struct fk_act {

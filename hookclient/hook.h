@@ -1,7 +1,7 @@
 /* hook.h — what the parts of libfikit_hook.so share (docs/design.md "Hook";
  * hookclient/README.md has the picture). Everything here is internal: the
  * library is built with -fvisibility=hidden and exports only the wrappers
- * generated from hooks.def, dlsym and fikit_run_end. */
+ * generated from hooks.def, dlsym, fikit_run_end and fikit_flush. */
 #ifndef FIKIT_HOOK_H
 #define FIKIT_HOOK_H
 
@@ -139,8 +139,17 @@ typedef struct fk_task {
 	_Atomic uint64_t token;            /* the registration's, on every message about the task */
 	_Atomic uint64_t backoff_until_ns; /* waiter: pass through until then (failed open) */
 	atomic_uint reg_gen;               /* acks received: tells a registration from the one before */
+	atomic_uint sample;                /* sharing: one run in this many measured (0: none) */
+	atomic_uint profile_runs;          /* T (measure.c's uncertainty bound) */
 	_Alignas(64) atomic_uint seq;      /* per-task launch counter (design) */
 	_Alignas(64) atomic_uint run_kernels;
+	atomic_uint sampling;     /* this run is measured though the task shares (its first launch decided) */
+	atomic_uint runs_started; /* runs begun: which are sampled */
+	/* Run ends pushed to the sender, and those it has shipped (sent with
+	 * their measurements): a profiling run's end waits for the one before
+	 * (sync.c), ship_waiters threads do (futex on runs_shipped). */
+	atomic_uint runs_ended, runs_shipped, ship_waiters;
+	uint32_t runs_processed; /* sender thread only */
 	_Atomic uint64_t run_start_ns;
 	_Atomic(fk_evpool *) pool;
 	/* Kernels in flight under the bound (inflight.c): events recorded after
@@ -206,6 +215,16 @@ int fk_ctl_target(const fk_msg_in *m);
 /* Wake the sender (an eventfd write; it polls otherwise). */
 void fk_sender_wake(void);
 extern int fk_wake_fd; /* the sender's eventfd, -1 before it starts */
+/* fikit_flush(): the flushes requested (the sender serves the latest),
+ * and waiting for the one numbered gen to be over, at most ms: everything
+ * it covered durable at the daemon, shipped but not confirmed (the daemon
+ * slow, gone, or a task not registered), or not even shipped (the sender
+ * did not get to it: it is lost if the process ends now). */
+enum { FK_FLUSH_NOT_SHIPPED = -1, FK_FLUSH_SHIPPED = 0, FK_FLUSH_DURABLE = 1 };
+extern atomic_uint fk_flush_req;
+int fk_ctl_flush_wait(unsigned gen, unsigned ms);
+/* The sender: the flush it is asking the daemon about now (FLUSHED ends it). */
+void fk_ctl_flush_serving(unsigned gen);
 /* Fork: the lock is held across fork; the child starts over. */
 void fk_ctl_lock(void);
 void fk_ctl_unlock(void);
@@ -214,7 +233,8 @@ void fk_ctl_reset_child(void);
 /* ---- the ring between launching threads and the sender ---- */
 
 enum { FK_REC_LAUNCH = 1, FK_REC_RUN_END = 2 };
-enum { FK_RF_NOTIFY = 1, FK_RF_MEASURE = 2 };
+/* NOEV: the launch was to be measured but had no event pair. */
+enum { FK_RF_NOTIFY = 1, FK_RF_MEASURE = 2, FK_RF_NOEV = 4 };
 
 /* One fixed-size record per launch. */
 typedef struct fk_rec {
@@ -272,6 +292,9 @@ int fk_sender_start(void); /* once per process (and per child) */
  * are freed only when its launches are reported. */
 extern atomic_int fk_sender_dozing;
 void fk_sender_reset_child(void);
+/* Fork: the sender is parked (between iterations) across it. */
+void fk_sender_fork_prepare(void);
+void fk_sender_fork_parent(void);
 
 /* ---- an application thread's waits (waiter.c) ---- */
 
@@ -306,6 +329,8 @@ typedef struct fk_run_done {
 	int ended;
 	uint32_t kernels, reason, last_seq;
 	uint64_t run_ns;
+	int measured;       /* its records are settled and ready to ship */
+	uint8_t unmeasured; /* measured but not shippable: why (FK_UNMEASURED_*) */
 } fk_run_done;
 void fk_measure_item(fk_task *t, const fk_rec *r);
 int fk_measure_poll(fk_task *t, int exiting, int *pending, fk_run_done *done);

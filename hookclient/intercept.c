@@ -140,6 +140,9 @@ static void init_slow(void) { init_once_done(); }
 
 static void at_fork_prepare(void)
 {
+	/* The sender first: while it works it may take any of the locks below
+	 * (and the allocator's), and it lets go of them all before it sleeps. */
+	fk_sender_fork_prepare();
 	pthread_mutex_lock(&fk_funcs.mu);
 	pthread_mutex_lock(&fk_graphs.mu);
 	fk_ctl_lock(); /* before the tasks' locks, as control.c takes them */
@@ -154,6 +157,7 @@ static void at_fork_parent(void)
 	fk_ctl_unlock();
 	pthread_mutex_unlock(&fk_graphs.mu);
 	pthread_mutex_unlock(&fk_funcs.mu);
+	fk_sender_fork_parent();
 }
 
 static void at_fork_child(void)

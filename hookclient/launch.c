@@ -3,9 +3,11 @@
  *     one record into the lock-free ring, the real launch. No syscall, no
  *     lock, no allocation on this thread;
  *   waiter without credit: LaunchRequest and wait for the grant (waiter.c);
- *   profiling (either role): the launch is bracketed by a pair of events
- *     from the task's pool, the start event recorded as the very last thing
- *     before the real launch; the sender turns them into measurements.
+ *   profiling (either role), or a sampled run in the sharing phase (one in
+ *     the daemon's `sample`, picked at the run's first launch): the launch
+ *     is bracketed by a pair of events from the task's pool, the start
+ *     event recorded as the very last thing before the real launch; the
+ *     sender turns them into measurements.
  * Anything unexpected (no context, no task, scheduler unreachable, stream
  * capture) falls back to calling the driver untouched. */
 #include "handlers.h"
@@ -156,6 +158,13 @@ static inline int before(lstate *l, int slot, const fk_fn *fn, uintptr_t handle,
 counted:
 	if (atomic_fetch_add_explicit(&t->run_kernels, 1, memory_order_relaxed) == 0) {
 		atomic_store_explicit(&t->run_start_ns, fk_now_ns(), memory_order_relaxed);
+		/* Sharing: the daemon watches the profile for drift on one run in
+		 * `sample`, measured like a profiling run (docs/scheduler.md). */
+		uint32_t s = atomic_load_explicit(&t->sample, memory_order_relaxed);
+		if (FK_UNLIKELY(s != 0))
+			atomic_store_explicit(&t->sampling,
+					      (atomic_fetch_add_explicit(&t->runs_started, 1, memory_order_relaxed) + 1) % s == 0,
+					      memory_order_relaxed);
 		/* A run starts: the scheduler must hear of it at once, to stop
 		 * filling the gap before it (early stop). A sender backing off
 		 * while the task was idle would sit on this report for up to
@@ -168,7 +177,7 @@ counted:
 			fk_sender_wake();
 	}
 	l->ev = UINT32_MAX;
-	if (FK_UNLIKELY(mode & FK_MODE_MEASURE)) {
+	if (FK_UNLIKELY((mode & FK_MODE_MEASURE) || atomic_load_explicit(&t->sampling, memory_order_relaxed))) {
 		fk_evpool *p = atomic_load_explicit(&t->pool, memory_order_acquire);
 		if (p && (l->ev = fk_pool_take(p)) != UINT32_MAX) {
 			/* Host times taken before each call, not after: a call's delays
@@ -187,6 +196,7 @@ counted:
 			fk_ring_u32_push(p->free_q, &l->ev);
 			l->ev = UINT32_MAX;
 		}
+		l->flags |= FK_RF_NOEV; /* to be measured, but no event pair: the sender must know */
 	}
 	if (l->flags) {
 		l->t_launch = fk_now_ns(); /* vDSO: no syscall */
@@ -212,9 +222,7 @@ static inline void after(lstate *l, CUresult rc)
 	if (rc != CUDA_SUCCESS || fk_drv.cuEventRecord(p->end[l->ev], l->evs) != CUDA_SUCCESS) {
 		fk_ring_u32_push(p->free_q, &l->ev);
 		l->ev = UINT32_MAX;
-		l->flags &= ~(unsigned)FK_RF_MEASURE;
-		if (!l->flags)
-			return;
+		l->flags = (l->flags & ~(unsigned)FK_RF_MEASURE) | FK_RF_NOEV;
 	} else {
 		uint64_t d = fk_now_ns() - te;
 		p->end_call_ns[l->ev] = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;

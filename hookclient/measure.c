@@ -1,5 +1,6 @@
-/* measure.c — the profiling phase (paper §3.2): per kernel its duration and
- * the idle gap to the task's next kernel, from the event pair the launching
+/* measure.c — the profiling phase (paper §3.2), and the sharing phase's
+ * sampled runs (drift, docs/scheduler.md): per kernel its duration and the
+ * idle gap to the task's next kernel, from the event pair the launching
  * thread recorded around it. Everything here runs on the sender thread.
  *
  * Each task keeps its measured launches and run ends in launch order; a
@@ -38,18 +39,19 @@
 #define MEAS_PER_DGRAM ((FK_MAX_DATAGRAM - FK_MAC_TRAILER - FK_MEAS_HEAD_MAX) / FK_MEAS_REC_MAX)
 #define FK_SLOW_LAUNCH_NS 5000 /* a launch call this much slower than the run's fastest: a stall */
 #define FK_IDLE_READ_NS 1000000 /* no launch for this long: the service is between requests */
-#define FK_MEAN_ERR_NS 250      /* a run that may move a kernel ID's profile mean this much is not reported … */
+#define FK_GAP_ERR_NS 2000      /* a run that may move a gap's profile mean this much is not reported … */
 #define FK_AMBIGUOUS_SKIP 8     /* … unless this many runs in a row were not reported for it */
 #define FK_DEFAULT_RUNS 100     /* T, if the daemon did not say */
 
 /* The run being shipped, as the core reports it (FK_ACT_RECORDS). */
 typedef struct ship {
 	fk_who who;
-	uint32_t run, reg_gen, runs;
+	uint32_t run, reg_gen;
 } ship;
 
 typedef struct mitem {
 	uint8_t kind;
+	uint8_t noev; /* a launch to be measured that had no event pair */
 	uint32_t ev, spacing, kernels, reason;
 	uint32_t last_seq; /* run end: seq of its last launch */
 	uint64_t kid; /* run end: run_ns */
@@ -88,7 +90,9 @@ typedef struct mstate {
 	uint32_t anchor;        /* the run's first start event: times are read against it */
 	uint64_t anchor_host;   /* … and its host time */
 	int has_anchor;
-	int run_bad;            /* a kernel of this run could not be measured */
+	int run_bad;            /* a kernel of this run could not be read (FK_UNMEASURED_NO_EVENTS) */
+	int noev;               /* a launch of this run had no event pair */
+	uint32_t runs_seen;     /* runs settled: marks kstat.run_mark */
 	unsigned ambiguous_runs; /* consecutive runs not reported as too uncertain */
 	int64_t cold_sp[8], cold_ex[8]; /* recent first launches' spacing and excess */
 	size_t ncold;
@@ -181,7 +185,10 @@ void fk_measure_item(fk_task *t, const fk_rec *r)
 	memset(it, 0, sizeof *it);
 	it->kind = r->kind;
 	m->ends += r->kind == FK_REC_RUN_END;
-	if (r->kind == FK_REC_LAUNCH) {
+	if (r->kind == FK_REC_LAUNCH && !(r->flags & FK_RF_MEASURE)) {
+		it->noev = 1;
+		it->ev = UINT32_MAX;
+	} else if (r->kind == FK_REC_LAUNCH) {
 		it->ev = r->ev;
 		it->spacing = r->spacing;
 		it->kid = r->kid;
@@ -282,7 +289,10 @@ static int64_t clamp_late(int64_t late, int64_t dur)
 	return late < 0 ? 0 : late > dur ? (dur > 0 ? dur : 0) : late;
 }
 
-static void settle(const ship *sh, mstate *m)
+/* Settle a run's kernels (launch latency, stalled calls; see above) into
+ * durations and gaps ready to ship, or say why they cannot be shipped
+ * (FK_UNMEASURED_*; 0: they can). runs is T, the runs a profile averages. */
+static uint8_t settle(mstate *m, uint32_t runs_T)
 {
 	int64_t umin = m->run[0].u, pmin = m->run[0].post, emin = m->run[0].endcall;
 	for (size_t i = 1; i < m->nrun; i++) {
@@ -292,16 +302,18 @@ static void settle(const ship *sh, mstate *m)
 	}
 	/* How often each kernel ID occurs in this run: one kernel's error is
 	 * spread over all of its ID's occurrences in the T runs. */
+	m->runs_seen++;
 	for (size_t i = 0; i < m->nrun; i++) {
 		kstat *st = kstat_of(m, m->run[i].kid);
-		if (st && st->run_mark != sh->run + 1) {
-			st->run_mark = sh->run + 1;
+		if (st && st->run_mark != m->runs_seen) {
+			st->run_mark = m->runs_seen;
 			st->run_n = 0;
 		}
 		if (st)
 			st->run_n++;
 	}
-	int64_t runs = sh->runs ? sh->runs : FK_DEFAULT_RUNS;
+	int64_t runs = runs_T ? runs_T : FK_DEFAULT_RUNS;
+	int stalled = 0;
 	int64_t late_next = 0, mean_err = 0, worst_off = 0;
 	for (size_t i = m->nrun; i-- > 0;) { /* backwards: a gap needs the next kernel's late */
 		rkernel *k = &m->run[i];
@@ -333,13 +345,12 @@ static void settle(const ship *sh, mstate *m)
 				lo = clamp_late((int64_t)k->spacing - slack, k->dur);
 				off = (hi - lo) / 2;
 			}
-			/* The error moves time between this kernel's duration and
-			 * the previous kernel's gap: the rarer ID's mean moves most. */
-			kstat *a = kstat_of(m, k->kid), *b = i ? kstat_of(m, m->run[i - 1].kid) : NULL;
-			int64_t occ = a && a->run_n ? a->run_n : 1;
-			if (b && b->run_n && b->run_n < occ)
-				occ = b->run_n;
-			int64_t err = off / (occ * runs);
+			/* The error moves time between this kernel's duration (for a
+			 * stalled call: the gap after it) and the previous kernel's
+			 * gap. A gap is averaged per position in the run (the
+			 * profile's sequence) over the T runs: its mean moves by
+			 * off / T, whatever the kernel's ID. */
+			int64_t err = off / runs;
 			mean_err = err > mean_err ? err : mean_err;
 			worst_off = off > worst_off ? off : worst_off;
 		}
@@ -367,7 +378,7 @@ static void settle(const ship *sh, mstate *m)
 			fk_log(FK_LOG_DEBUG, "%s: launch call stalled (%lld ns): duration %lld ns from earlier runs",
 			       k->fn->name, (long long)k->post, (long long)dur);
 		} else {
-			m->run_bad = 1;
+			stalled = 1;
 		}
 		if (i + 1 == m->nrun) {
 			gap = 0;
@@ -380,27 +391,34 @@ static void settle(const ship *sh, mstate *m)
 		k->gap = gap;
 		late_next = late;
 	}
-	if (m->run_bad) {
-		fk_log(FK_LOG_DEBUG, "run %u not measured whole", sh->run);
-		return;
+	if (stalled) {
+		fk_log(FK_LOG_DEBUG, "a run not measured whole (a stalled launch before its kernel's first whole measurement)");
+		return FK_UNMEASURED_STALLED;
 	}
 	/* A launch call stalled long (the thread preempted, on a loaded
-	 * machine typically) while the device idled: whether the kernel or
-	 * the gap before it took that time is a guess off by up to half the
-	 * stall. Where that could move a kernel ID's mean over the T profiled
-	 * runs by more than FK_MEAN_ERR_NS (a kernel launched once per run
-	 * needs a stall of T/4 µs or more; one launched 20 times a run, 20
-	 * times that), the run is reported without records (the daemon
-	 * discards it), unless the service has such stalls in every run: then
-	 * they go, rather than never. */
-	if (mean_err > FK_MEAN_ERR_NS && m->ambiguous_runs < FK_AMBIGUOUS_SKIP) {
+	 * machine typically) while the device idled: the kernel's duration is
+	 * its ID's mean (above), but whether the gap before it or the gap
+	 * after it took the rest is a guess off by up to half the stall. Where
+	 * that could move a gap's mean over the T profiled runs by more than
+	 * FK_GAP_ERR_NS (a fifth of the 10 µs the profile's gaps are held to:
+	 * a stall of 2·T µs or more), the run is reported without records (the
+	 * daemon discards it), unless the service has such stalls in every
+	 * run: then they go, rather than never. (The bound was 250 ns of a
+	 * kernel ID's mean, when a stalled kernel's duration was a guess too:
+	 * on a busy 2-core host it withheld a third of a waiter's runs.) */
+	if (mean_err > FK_GAP_ERR_NS && m->ambiguous_runs < FK_AMBIGUOUS_SKIP) {
 		m->ambiguous_runs++;
-		m->run_bad = 1;
-		fk_log(FK_LOG_DEBUG, "run %u: a kernel's start uncertain by %lld ns: not reported", sh->run,
-		       (long long)worst_off);
-		return;
+		fk_log(FK_LOG_DEBUG, "a run's kernel start uncertain by %lld ns: not reported", (long long)worst_off);
+		return FK_UNMEASURED_UNCERTAIN;
 	}
 	m->ambiguous_runs = 0;
+	return 0;
+}
+
+/* Send a settled run: KernelInfo for new IDs, then the records in
+ * datagrams of at most 1400 bytes. */
+static void ship_run(const ship *sh, mstate *m)
+{
 	fk_meas_rec out[MEAS_PER_DGRAM];
 	size_t n = 0;
 	for (size_t i = 0; i < m->nrun; i++) {
@@ -415,17 +433,14 @@ static void settle(const ship *sh, mstate *m)
 	}
 }
 
-/* The run the core reports: settle each kernel's launch latency (see
- * above), then send KernelInfo for new IDs and the records (≤ 1400-byte
- * datagrams); the core's RunEnd follows. A run with an unmeasurable kernel
- * goes without records (the daemon sees the count differ and discards it,
- * design). */
+/* The run the core reports as measured (FK_ACT_RECORDS): its settled
+ * records go, KernelInfo first for new IDs; the core's RunEnd follows. */
 void fk_measure_ship(fk_task *t, const fk_act *a)
 {
 	mstate *m = t->meas;
-	ship sh = {a->who, a->run, a->reg_gen, a->profile_runs};
-	if (m && !m->run_bad && m->nrun)
-		settle(&sh, m);
+	ship sh = {a->who, a->run, a->reg_gen};
+	if (m && m->nrun)
+		ship_run(&sh, m);
 }
 
 /* The run is over, reported or not (a run joined mid-run is not). */
@@ -435,7 +450,25 @@ void fk_measure_run_done(fk_task *t)
 	if (m) {
 		m->nrun = 0;
 		m->run_bad = 0;
+		m->noev = 0;
 	}
+}
+
+/* Whether a run that ended measured (kernels launched) can be shipped, and
+ * if not why; its kernels are settled. */
+static void run_verdict(fk_task *t, mstate *m, uint32_t kernels, fk_run_done *d)
+{
+	if (!m->nrun && !m->noev && !m->run_bad)
+		return; /* not measured (a sharing run not sampled) */
+	uint8_t why;
+	if (m->noev || m->run_bad)
+		why = FK_UNMEASURED_NO_EVENTS;
+	else if (m->nrun != kernels)
+		why = FK_UNMEASURED_STOPPED; /* measured from or up to mid-run (the phase or sampling changed) */
+	else
+		why = settle(m, atomic_load_explicit(&t->profile_runs, memory_order_relaxed));
+	d->measured = why == 0;
+	d->unmeasured = why;
 }
 
 /* The service blocks in a host-blocking call, has not launched for a while,
@@ -486,19 +519,16 @@ int fk_measure_poll(fk_task *t, int exiting, int *pending, fk_run_done *done)
 			drop_anchor(t, m);
 			*done = (fk_run_done){.ended = 1, .kernels = it->kernels, .reason = it->reason,
 					      .last_seq = it->last_seq, .run_ns = it->kid};
+			run_verdict(t, m, it->kernels, done);
 			m->ends--;
 			m->head++;
 			produced++;
 			break;
 		}
-		if (!(atomic_load_explicit(&t->mode, memory_order_relaxed) & FK_MODE_MEASURE)) {
-			/* Profiling is over (the daemon has its profile): reading the
-			 * leftovers while the service runs would only slow it down. The
-			 * run goes out without records, which the daemon ignores. */
-			if (!m->has_anchor || it->ev != m->anchor)
-				release(t, it->ev);
-			m->run_bad = 1;
+		if (it->noev) { /* nothing to read: the run cannot be shipped */
+			m->noev = 1;
 			m->head++;
+			produced++;
 			continue;
 		}
 		/* Checked before every driver call: the service may resume at any

@@ -24,22 +24,31 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <linux/futex.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define POLL_MIN_NS 100000     /* right after activity */
 #define POLL_MAX_NS 1000000    /* idle */
 #define POLL_MEASURE_NS 100000 /* events pending on the device */
+#define FK_FLUSH_MS 1000       /* fikit_flush() waits at most this long */
+#define FK_EXIT_FLUSH_MS 250   /* … and the exit handler */
 
 fk_ring fk_q; /* launching threads → sender */
 atomic_int fk_sender_dozing;
 
 static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
 static int started; /* the sender thread runs in this process */
+/* Held by the sender while it works, released while it sleeps in ppoll:
+ * fork takes it first, so the sender is never inside an allocator (or any
+ * lock of ours) when the process forks. glibc's malloc locks itself around
+ * fork; the sanitizers' allocators do not, and a child forked while the
+ * sender was allocating inherited a locked allocator and hung at its
+ * sender's first allocation (TSan and ASan both). */
+static pthread_mutex_t work_mu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int exiting;
-static pthread_mutex_t exit_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t exit_cv = PTHREAD_COND_INITIALIZER;
-static int exit_drained;
+static unsigned flush_handled; /* the last flush request the sender served */
 static uint64_t ring_dropped_reported;
 
 /* The sender's share of the core's actions: datagrams. */
@@ -71,6 +80,16 @@ static void flush(void)
 		fk_link_flush();
 	if (fk_link_refused())
 		refused("connection refused on send");
+	/* The runs processed are sent: a run end waiting for them goes on. */
+	int n = atomic_load(&fk_ntasks);
+	for (int i = 0; i < n; i++) {
+		fk_task *t = &fk_tasks[i];
+		if (atomic_load_explicit(&t->runs_shipped, memory_order_relaxed) == t->runs_processed)
+			continue;
+		atomic_store_explicit(&t->runs_shipped, t->runs_processed, memory_order_release);
+		if (atomic_load_explicit(&t->ship_waiters, memory_order_relaxed))
+			syscall(SYS_futex, &t->runs_shipped, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+	}
 }
 
 /* ---- the daemon's messages ---- */
@@ -98,7 +117,8 @@ static void on_message(const fk_msg_in *m)
 	if (ev.task >= 0) {
 		fk_task *t = &fk_tasks[ev.task];
 		int phased = m->type == FK_MSG_REGISTER_ACK || m->type == FK_MSG_STATE;
-		if (phased && m->phase == FK_PHASE_PROFILING && !atomic_load(&t->pool) && fk_drv.cuCtxSetCurrent &&
+		int measures = m->phase == FK_PHASE_PROFILING || m->sample > 0; /* every run, or sampled ones */
+		if (phased && measures && !atomic_load(&t->pool) && fk_drv.cuCtxSetCurrent &&
 		    fk_drv.cuCtxSetCurrent(t->ctx) == CUDA_SUCCESS)
 			fk_pool_create(t);
 		ev.pool = atomic_load(&t->pool) != NULL;
@@ -187,7 +207,7 @@ static int drain_ring(void)
 		fk_task *t = &fk_tasks[r.task];
 		if (r.kind == FK_REC_LAUNCH && (r.flags & FK_RF_NOTIFY) && atomic_load(&t->state) == FK_ST_ACTIVE)
 			batch_add(t, &r);
-		if ((r.kind == FK_REC_LAUNCH && (r.flags & FK_RF_MEASURE)) || r.kind == FK_REC_RUN_END) {
+		if ((r.kind == FK_REC_LAUNCH && (r.flags & (FK_RF_MEASURE | FK_RF_NOEV))) || r.kind == FK_REC_RUN_END) {
 			/* Whatever this sends (a RunEnd) must not overtake the
 			 * launches reported before it. */
 			batch_flush(r.task);
@@ -207,8 +227,9 @@ static int drain_ring(void)
 /* ---- runs ---- */
 
 /* Measurements as far as the events allow, and each run that ended: the
- * core reports it (its records, then RunEnd) or not. */
-static int measure_all(int *pending)
+ * core reports it (its records, then RunEnd) or not. force: read whatever
+ * is left now (exit, fikit_flush()). */
+static int measure_all(int *pending, int force)
 {
 	int activity = 0, n = atomic_load(&fk_ntasks);
 	for (int i = 0; i < n; i++) {
@@ -216,20 +237,26 @@ static int measure_all(int *pending)
 		for (;;) {
 			int p = 0;
 			fk_run_done d = {0};
-			activity += fk_measure_poll(t, atomic_load(&exiting), &p, &d);
+			activity += fk_measure_poll(t, force, &p, &d);
 			*pending |= p;
 			if (!d.ended)
 				break;
 			int k = fk_ctl_step(&(fk_ev){.type = FK_EV_RUN_END, .task = i, .now = fk_now_ns(), .kernels = d.kernels,
-						     .run_ns = d.run_ns, .reason = (uint8_t)d.reason, .last_seq = d.last_seq},
+						     .run_ns = d.run_ns, .reason = (uint8_t)d.reason, .last_seq = d.last_seq,
+						     .measured = d.measured, .unmeasured = d.unmeasured},
 					    acts, FK_ACTS_MAX);
 			for (int j = 0; j < k; j++) {
 				if (acts[j].type == FK_ACT_RECORDS)
 					fk_measure_ship(t, &acts[j]);
-				else if (acts[j].type == FK_ACT_SEND)
+				else if (acts[j].type == FK_ACT_SEND) {
+					if (acts[j].msg.type == FK_MSG_RUN_END && acts[j].msg.unmeasured)
+						fk_log(FK_LOG_DEBUG, "run %u withheld (unmeasured %u)", acts[j].msg.run,
+						       acts[j].msg.unmeasured);
 					fk_link_put(&acts[j].msg);
+				}
 			}
 			fk_measure_run_done(t);
+			t->runs_processed++;
 		}
 	}
 	return activity;
@@ -240,6 +267,7 @@ static int measure_all(int *pending)
 static void *sender_main(void *arg)
 {
 	(void)arg;
+	pthread_mutex_lock(&work_mu); /* from its first instruction: it may allocate */
 	prctl(PR_SET_NAME, "fikit-sender");
 	prctl(PR_SET_TIMERSLACK, 1UL); /* ppoll's default 50 µs slack would dominate */
 	if (fk_drv.cuThreadExchangeStreamCaptureMode) {
@@ -252,26 +280,32 @@ static void *sender_main(void *arg)
 	int readable = 1;
 	for (;;) {
 		int pending = 0;
+		unsigned req = atomic_load(&fk_flush_req);
 		int activity = drain_ring();
-		activity += measure_all(&pending);
+		activity += measure_all(&pending, atomic_load(&exiting) || req != flush_handled);
+		if (req != flush_handled && !pending && !fk_ring_maybe_nonempty(&fk_q)) {
+			/* Everything measured is on its way: ask the daemon to say
+			 * when it is durable (the core ends the flush). */
+			flush_handled = req;
+			fk_ctl_flush_serving(req);
+			uint64_t now = fk_now_ns();
+			step(&(fk_ev){.type = FK_EV_FLUSH, .now = now, .until = now + FK_FLUSH_MS * 1000000ull});
+			activity++;
+		}
 		step(&(fk_ev){.type = FK_EV_TICK, .now = fk_now_ns()});
 		flush();
 		if (readable)
 			activity += receive_all();
 		flush();
-		if (atomic_load(&exiting)) {
-			pthread_mutex_lock(&exit_mu);
-			exit_drained = !fk_ring_maybe_nonempty(&fk_q) && !pending;
-			pthread_cond_broadcast(&exit_cv);
-			pthread_mutex_unlock(&exit_mu);
-		}
 		timeout = activity ? POLL_MIN_NS : (timeout * 2 > POLL_MAX_NS ? POLL_MAX_NS : timeout * 2);
 		uint64_t wait = pending && timeout > POLL_MEASURE_NS ? POLL_MEASURE_NS : timeout;
 		struct pollfd pfd[2] = {{.fd = fk_link_ctl(), .events = POLLIN}, {.fd = fk_wake_fd, .events = POLLIN}};
 		struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)wait};
 		readable = 0;
 		atomic_store_explicit(&fk_sender_dozing, wait > POLL_MIN_NS, memory_order_relaxed);
+		pthread_mutex_unlock(&work_mu);
 		int woke = ppoll(pfd, 2, &ts, NULL);
+		pthread_mutex_lock(&work_mu);
 		atomic_store_explicit(&fk_sender_dozing, 0, memory_order_relaxed);
 		if (woke > 0) {
 			readable = pfd[0].revents != 0; /* data, or an error (ECONNREFUSED) to collect */
@@ -309,31 +343,50 @@ int fk_task_leave(fk_task *t)
 	return 1;
 }
 
+/* Ask the sender to flush (ship what was measured, then the daemon says
+ * when it is durable) and wait for it, at most ms: FK_FLUSH_*. */
+static int flush_wait(unsigned ms)
+{
+	unsigned gen = atomic_fetch_add(&fk_flush_req, 1) + 1;
+	fk_sender_wake();
+	return fk_ctl_flush_wait(gen, ms);
+}
+
+/* Exported (hookclient/README.md "Flush"): a program that ends with _exit,
+ * or a Go program (os.Exit runs no atexit handler), calls it before it
+ * exits; found with dlsym(RTLD_DEFAULT, "fikit_flush"), so it runs the
+ * same without the hook. 0: everything the runs that ended measured is
+ * durable at the daemon (or nothing was registered); -1: not (the daemon
+ * unreachable or slow: within FK_FLUSH_MS). */
+FK_EXPORT int fikit_flush(void)
+{
+	if (!atomic_load_explicit(&fk_ready, memory_order_acquire) || fk_cfg.disabled)
+		return 0;
+	pthread_mutex_lock(&start_mu);
+	int on = started;
+	pthread_mutex_unlock(&start_mu);
+	if (!on)
+		return 0; /* nothing registered: nothing measured */
+	return flush_wait(FK_FLUSH_MS) == FK_FLUSH_DURABLE ? 0 : -1;
+}
+
 static void at_exit(void)
 {
 	if (!started)
 		return;
-	/* Let the sender ship what the last run left, its events included
-	 * (bounded: exit must not hang), then say goodbye without blocking.
-	 * Programs that exit without running atexit handlers (Go) lose what
-	 * the sender had not shipped yet. */
-	pthread_mutex_lock(&exit_mu);
-	exit_drained = 0;
-	pthread_mutex_unlock(&exit_mu);
+	/* Let the sender ship what the last run left, its events included,
+	 * and the daemon make it durable (bounded: exit must not hang), then
+	 * say goodbye without blocking. Programs that exit without running
+	 * atexit handlers (Go's os.Exit, _exit) call fikit_flush() first, or
+	 * lose what the sender had not shipped yet. */
 	atomic_store(&exiting, 1);
-	fk_sender_wake();
-	struct timespec dl;
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_nsec += 100000000;
-	if (dl.tv_nsec >= 1000000000) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000;
-	}
-	pthread_mutex_lock(&exit_mu);
-	while (!exit_drained)
-		if (pthread_cond_timedwait(&exit_cv, &exit_mu, &dl) == ETIMEDOUT)
-			break;
-	pthread_mutex_unlock(&exit_mu);
+	int r = flush_wait(FK_EXIT_FLUSH_MS);
+	if (r == FK_FLUSH_NOT_SHIPPED)
+		fk_log(FK_LOG_WARN, "exit: the sender did not ship the last measurements and launch reports within %d ms; "
+				    "they are lost", FK_EXIT_FLUSH_MS);
+	else if (r == FK_FLUSH_SHIPPED)
+		fk_log(FK_LOG_DEBUG, "exit: the scheduler did not confirm the last measurements within %d ms",
+		       FK_EXIT_FLUSH_MS);
 	step_now(&(fk_ev){.type = FK_EV_EXIT, .now = fk_now_ns()});
 }
 
@@ -377,12 +430,15 @@ out:
 	return rc;
 }
 
+void fk_sender_fork_prepare(void) { pthread_mutex_lock(&work_mu); }
+void fk_sender_fork_parent(void) { pthread_mutex_unlock(&work_mu); }
+
 void fk_sender_reset_child(void)
 {
 	/* The child has no sender thread; it starts one at its next launch. */
+	pthread_mutex_unlock(&work_mu); /* this thread took it (fk_sender_fork_prepare) */
 	pthread_mutex_init(&start_mu, NULL);
-	pthread_mutex_init(&exit_mu, NULL);
-	pthread_cond_init(&exit_cv, NULL);
+	flush_handled = 0;
 	if (fk_wake_fd >= 0)
 		close(fk_wake_fd);
 	fk_wake_fd = -1;

@@ -6,6 +6,14 @@
  * so the run's notifications leave while the service waits anyway. */
 #include "handlers.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* How long a profiling run's end waits for the sender to have shipped the
+ * run before it. */
+#define FK_SHIP_WAIT_NS 2000000
+
 static fk_task *current_task_if_any(void)
 {
 	if (!atomic_load_explicit(&fk_ready, memory_order_acquire) || fk_cfg.disabled)
@@ -38,6 +46,32 @@ static void after_block(fk_task *t)
 	atomic_fetch_sub_explicit(&fk_blocked, 1, memory_order_relaxed);
 }
 
+/* A profiling run ends: the run before it must have been shipped, so that
+ * a process that ends without the hook's exit handler (_exit, Go's
+ * os.Exit) and without fikit_flush() loses at most its last run. The
+ * sender was woken when this run's synchronization began and has had that
+ * long; a sender that lags (a busy host) is waited for, at most
+ * FK_SHIP_WAIT_NS. */
+static void wait_shipped(fk_task *t)
+{
+	uint32_t want = atomic_load_explicit(&t->runs_ended, memory_order_relaxed);
+	uint32_t got = atomic_load_explicit(&t->runs_shipped, memory_order_acquire);
+	if ((int32_t)(got - want) >= 0)
+		return;
+	uint64_t until = fk_now_ns() + FK_SHIP_WAIT_NS;
+	atomic_fetch_add(&t->ship_waiters, 1);
+	fk_sender_wake();
+	for (;;) {
+		got = atomic_load_explicit(&t->runs_shipped, memory_order_acquire);
+		uint64_t now = fk_now_ns();
+		if ((int32_t)(got - want) >= 0 || now >= until)
+			break;
+		struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)(until - now)};
+		syscall(SYS_futex, &t->runs_shipped, FUTEX_WAIT_PRIVATE, got, &ts, NULL, 0);
+	}
+	atomic_fetch_sub(&t->ship_waiters, 1);
+}
+
 void fk_run_end(fk_task *t, int reason)
 {
 	if (!t)
@@ -45,6 +79,9 @@ void fk_run_end(fk_task *t, int reason)
 	unsigned k = atomic_exchange_explicit(&t->run_kernels, 0, memory_order_relaxed);
 	if (k == 0)
 		return;
+	if (atomic_load_explicit(&t->mode, memory_order_relaxed) & FK_MODE_MEASURE)
+		wait_shipped(t);
+	atomic_store_explicit(&t->sampling, 0, memory_order_relaxed); /* the next run decides anew */
 	uint64_t start = atomic_load_explicit(&t->run_start_ns, memory_order_relaxed);
 	uint64_t now = fk_now_ns();
 	fk_rec r = {.kind = FK_REC_RUN_END,
@@ -56,7 +93,8 @@ void fk_run_end(fk_task *t, int reason)
 	/* Not woken: the service resumes now, and a sender woken here would
 	 * compete with it (for a core, or for the driver) just as the next run
 	 * starts; its next poll (≤ 1 ms) ships the RunEnd. */
-	fk_ring_push(&fk_q, &r);
+	if (fk_ring_push(&fk_q, &r))
+		atomic_fetch_add_explicit(&t->runs_ended, 1, memory_order_relaxed);
 }
 
 void fk_run_end_all(int reason)

@@ -133,6 +133,14 @@ void fk_tasks_reset_child(void)
 		atomic_store(&t->backoff_until_ns, 0);
 		atomic_store(&t->seq, 0);
 		atomic_store(&t->run_kernels, 0);
+		atomic_store(&t->sample, 0);
+		atomic_store(&t->profile_runs, 0);
+		atomic_store(&t->sampling, 0);
+		atomic_store(&t->runs_started, 0);
+		atomic_store(&t->runs_ended, 0);
+		atomic_store(&t->runs_shipped, 0);
+		atomic_store(&t->ship_waiters, 0);
+		t->runs_processed = 0;
 		atomic_store(&t->pool, NULL); /* the parent's events */
 		t->infl_ready = 0;
 		t->infl_head = t->infl_tail = 0;

@@ -30,8 +30,10 @@ enum fk_msg_type {
 	FK_MSG_ERROR = 12,
 	FK_MSG_KERNEL_INFO = 13,
 	FK_MSG_LAUNCH_BATCH = 14,
+	FK_MSG_FLUSH = 15,
+	FK_MSG_FLUSHED = 16,
 };
-#define FK_MSG_TYPES 15 /* one past the largest type */
+#define FK_MSG_TYPES 17 /* one past the largest type */
 
 /* roles (RegisterAck, State) */
 enum { FK_ROLE_HOLDER = 1, FK_ROLE_WAITER = 2 };
@@ -41,6 +43,8 @@ enum { FK_PHASE_PROFILING = 1, FK_PHASE_SHARING = 2 };
 enum { FK_MEAS_GAP_SPANS_RUN_END = 1, FK_MEAS_OVERLAPPED = 2 };
 /* RunEnd reasons */
 enum { FK_RUN_END_STREAM_SYNC = 1, FK_RUN_END_CTX_SYNC = 2, FK_RUN_END_EVENT_SYNC = 3, FK_RUN_END_DTOH_COPY = 4, FK_RUN_END_EXPLICIT = 5 };
+/* RunEnd unmeasured */
+enum { FK_UNMEASURED_STALLED = 1, FK_UNMEASURED_UNCERTAIN = 2, FK_UNMEASURED_NO_EVENTS = 3, FK_UNMEASURED_STOPPED = 4 };
 /* Error codes */
 enum { FK_ERR_UNKNOWN_TASK = 1, FK_ERR_VERSION = 2, FK_ERR_MALFORMED = 3, FK_ERR_INVALID = 4, FK_ERR_OVERLOADED = 5 };
 
@@ -82,6 +86,7 @@ typedef struct fk_msg_out {
 	uint64_t run_ns;
 	uint8_t reason;
 	uint32_t last_seq;
+	uint8_t unmeasured;
 	const char *name; /* not NUL-terminated */
 	size_t name_len;
 	uint32_t grid[3];
@@ -107,6 +112,7 @@ typedef struct fk_msg_in {
 	uint64_t board_gen;
 	uint8_t board_gpu;
 	uint64_t token;
+	uint32_t sample;
 	uint32_t credit;
 	uint64_t seen_ns;
 	uint64_t expires_ns;
@@ -185,7 +191,7 @@ const fk_wire_msg fk_wire_msgs[FK_MSG_TYPES] = {
 		{.name = "records", .kind = FK_K_RECORDS, .off = offsetof(fk_msg_out, records), .len_off = offsetof(fk_msg_out, records_n), .elems = fk_wire_meas_rec_fields, .nelems = 4, .elem_size = sizeof(fk_meas_rec)},
 		{.name = "token", .kind = FK_K_UINT, .opt = 1, .off = offsetof(fk_msg_out, token), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
 	}},
-	[FK_MSG_RUN_END] = {"RunEnd", FK_DIR_TO_DAEMON, 7, 6, (const fk_wire_field[]){
+	[FK_MSG_RUN_END] = {"RunEnd", FK_DIR_TO_DAEMON, 8, 6, (const fk_wire_field[]){
 		{.name = "task_id", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, task_id), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
 		{.name = "run", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, run), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
 		{.name = "kernels", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, kernels), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
@@ -193,6 +199,7 @@ const fk_wire_msg fk_wire_msgs[FK_MSG_TYPES] = {
 		{.name = "reason", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, reason), .size = 1, .lo = UINT64_C(0x1), .hi = UINT64_C(0x5)},
 		{.name = "last_seq", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, last_seq), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
 		{.name = "token", .kind = FK_K_UINT, .opt = 1, .off = offsetof(fk_msg_out, token), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
+		{.name = "unmeasured", .kind = FK_K_UINT, .opt = 1, .off = offsetof(fk_msg_out, unmeasured), .size = 1, .lo = UINT64_C(0x0), .hi = UINT64_C(0x4)},
 	}},
 	[FK_MSG_HEARTBEAT] = {"Heartbeat", FK_DIR_TO_DAEMON, 2, 1, (const fk_wire_field[]){
 		{.name = "task_id", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, task_id), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
@@ -202,7 +209,7 @@ const fk_wire_msg fk_wire_msgs[FK_MSG_TYPES] = {
 		{.name = "task_id", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, task_id), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
 		{.name = "token", .kind = FK_K_UINT, .opt = 1, .off = offsetof(fk_msg_out, token), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
 	}},
-	[FK_MSG_REGISTER_ACK] = {"RegisterAck", FK_DIR_TO_HOOK, 10, 6, (const fk_wire_field[]){
+	[FK_MSG_REGISTER_ACK] = {"RegisterAck", FK_DIR_TO_HOOK, 11, 6, (const fk_wire_field[]){
 		{.name = "seq", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, seq), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
 		{.name = "task_id", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, task_id), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
 		{.name = "role", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, role), .size = 1, .lo = UINT64_C(0x1), .hi = UINT64_C(0x2)},
@@ -213,6 +220,7 @@ const fk_wire_msg fk_wire_msgs[FK_MSG_TYPES] = {
 		{.name = "board_gen", .kind = FK_K_UINT, .opt = 1, .off = offsetof(fk_msg_in, board_gen), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
 		{.name = "board_gpu", .kind = FK_K_UINT, .opt = 1, .off = offsetof(fk_msg_in, board_gpu), .size = 1, .lo = UINT64_C(0x0), .hi = UINT64_C(0xf)},
 		{.name = "token", .kind = FK_K_UINT, .opt = 1, .off = offsetof(fk_msg_in, token), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
+		{.name = "sample", .kind = FK_K_UINT, .opt = 1, .off = offsetof(fk_msg_in, sample), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
 	}},
 	[FK_MSG_GRANT] = {"Grant", FK_DIR_TO_HOOK, 5, 3, (const fk_wire_field[]){
 		{.name = "task_id", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, task_id), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
@@ -225,13 +233,14 @@ const fk_wire_msg fk_wire_msgs[FK_MSG_TYPES] = {
 		{.name = "task_id", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, task_id), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
 		{.name = "seq", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, seq), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
 	}},
-	[FK_MSG_STATE] = {"State", FK_DIR_TO_HOOK, 6, 4, (const fk_wire_field[]){
+	[FK_MSG_STATE] = {"State", FK_DIR_TO_HOOK, 7, 4, (const fk_wire_field[]){
 		{.name = "task_id", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, task_id), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
 		{.name = "role", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, role), .size = 1, .lo = UINT64_C(0x1), .hi = UINT64_C(0x2)},
 		{.name = "phase", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, phase), .size = 1, .lo = UINT64_C(0x1), .hi = UINT64_C(0x2)},
 		{.name = "credit", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, credit), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
 		{.name = "seen_ns", .kind = FK_K_UINT, .opt = 1, .off = offsetof(fk_msg_in, seen_ns), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
 		{.name = "expires_ns", .kind = FK_K_UINT, .opt = 1, .off = offsetof(fk_msg_in, expires_ns), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
+		{.name = "sample", .kind = FK_K_UINT, .opt = 1, .off = offsetof(fk_msg_in, sample), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
 	}},
 	[FK_MSG_ERROR] = {"Error", FK_DIR_TO_HOOK, 3, 3, (const fk_wire_field[]){
 		{.name = "code", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, code), .size = 1, .lo = UINT64_C(0x1), .hi = UINT64_C(0x5)},
@@ -252,6 +261,15 @@ const fk_wire_msg fk_wire_msgs[FK_MSG_TYPES] = {
 		{.name = "base_ns", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, base_ns), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
 		{.name = "launches", .kind = FK_K_LAUNCHES, .off = offsetof(fk_msg_out, launches), .len_off = offsetof(fk_msg_out, launches_n), .elems = fk_wire_launch_fields, .nelems = 2, .elem_size = sizeof(fk_launch)},
 		{.name = "token", .kind = FK_K_UINT, .opt = 1, .off = offsetof(fk_msg_out, token), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
+	}},
+	[FK_MSG_FLUSH] = {"Flush", FK_DIR_TO_DAEMON, 3, 2, (const fk_wire_field[]){
+		{.name = "task_id", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, task_id), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+		{.name = "seq", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, seq), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+		{.name = "token", .kind = FK_K_UINT, .opt = 1, .off = offsetof(fk_msg_out, token), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
+	}},
+	[FK_MSG_FLUSHED] = {"Flushed", FK_DIR_TO_HOOK, 2, 2, (const fk_wire_field[]){
+		{.name = "task_id", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, task_id), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+		{.name = "seq", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, seq), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
 	}},
 };
 #endif

@@ -27,7 +27,7 @@ func (p *Profile) MarshalBinary() ([]byte, error) {
 	e.UseCompactInts(true)
 	w := &binWriter{e: e}
 	ks := p.SortedKernels()
-	w.arrayLen(12)
+	w.arrayLen(14)
 	w.uint(FormatVersion)
 	w.str(p.TaskKey)
 	w.str(p.GPU)
@@ -58,6 +58,33 @@ func (p *Profile) MarshalBinary() ([]byte, error) {
 		w.uint(s.ID)
 		w.do(w.e.EncodeFloat64(s.DurationNs))
 		w.do(w.e.EncodeFloat64(s.GapNs))
+	}
+	// Element 13 (added within version 1): the profile's version, why it
+	// came and the versions before, [version, reason, [[version, unix_ns,
+	// reason, runs, discarded, mean_run_ns]…]].
+	w.arrayLen(3)
+	w.uint(uint64(p.Version))
+	w.str(p.Reason)
+	w.arrayLen(len(p.History))
+	for _, h := range p.History {
+		w.arrayLen(6)
+		w.uint(uint64(h.Version))
+		w.do(w.e.EncodeInt(h.UnixNs))
+		w.str(h.Reason)
+		w.uint(uint64(h.Runs))
+		w.uint(uint64(h.Discarded))
+		w.do(w.e.EncodeFloat64(h.MeanRunNs))
+	}
+	// Element 14: the discarded runs by reason, [[name, count]…] (a
+	// reason this version does not know is read as unclassified).
+	dm := p.Discards.Map()
+	w.arrayLen(len(dm))
+	for _, r := range DiscardReasons() {
+		if c := p.Discards[r]; c > 0 {
+			w.arrayLen(2)
+			w.str(r.String())
+			w.uint(uint64(c))
+		}
 	}
 	if w.err != nil {
 		return nil, fmt.Errorf("encode profile: %w", w.err)
@@ -197,10 +224,46 @@ func decodeBinary(data []byte) (*Profile, error) {
 			p.Sequence = append(p.Sequence, s)
 		}
 		r.skip(m - 2)
-		r.skip(n - 12)
-	} else {
-		r.skip(n - 11)
 	}
+	p.Version = 1
+	if n >= 13 && r.err == nil {
+		m := r.arrayLen()
+		if r.err == nil && m < 3 {
+			r.fail("version array has %d elements, want 3", m)
+		}
+		p.Version = uint32(r.uint(math.MaxUint32))
+		p.Reason = r.str(MaxReasonLen)
+		nh := r.arrayLen()
+		if r.err == nil && nh > MaxHistory {
+			r.fail("history of %d versions", nh)
+		}
+		for i := 0; i < nh && r.err == nil; i++ {
+			e := r.arrayLen()
+			if r.err == nil && e < 6 {
+				r.fail("history entry has %d elements, want 6", e)
+			}
+			h := VersionInfo{Version: uint32(r.uint(math.MaxUint32)), UnixNs: r.int(), Reason: r.str(MaxReasonLen),
+				Runs: uint32(r.uint(math.MaxUint32)), Discarded: uint32(r.uint(math.MaxUint32)), MeanRunNs: r.float()}
+			r.skip(e - 6)
+			p.History = append(p.History, h)
+		}
+		r.skip(m - 3)
+	}
+	if n >= 14 && r.err == nil {
+		nd := r.arrayLen()
+		for i := 0; i < nd && r.err == nil; i++ {
+			e := r.arrayLen()
+			if r.err == nil && e < 2 {
+				r.fail("discard entry has %d elements, want 2", e)
+			}
+			name, c := r.str(64), r.uint(math.MaxUint32)
+			r.skip(e - 2)
+			if d, ok := ParseDiscardReason(name); ok && r.err == nil {
+				p.Discards[d] = uint32(c)
+			}
+		}
+	}
+	r.skip(n - min(n, 14)) // elements after the ones this version knows
 	if r.err != nil {
 		return nil, r.err
 	}

@@ -43,7 +43,8 @@ const (
 	// RunCommitted: the run's records were folded and it counts towards T.
 	RunCommitted RunOutcome = iota + 1
 	// RunDiscarded: the caller did not commit it (it overlapped another
-	// task's kernels); nothing was folded.
+	// task's kernels, or the hook sent it without records); nothing was
+	// folded.
 	RunDiscarded
 	// RunIncomplete: the buffered records do not match the run's kernel
 	// count (records were lost or duplicated, or the run exceeded
@@ -126,6 +127,9 @@ func ResumeBuilder(p *Profile, profileRuns int) (*Builder, error) {
 		return nil, err
 	}
 	c := p.Clone()
+	if c.Version == 0 {
+		c.Version = 1
+	}
 	if c.Phase != PhaseSharing {
 		c.TargetRuns = uint32(profileRuns)
 		if c.Runs >= c.TargetRuns {
@@ -136,6 +140,29 @@ func ResumeBuilder(p *Profile, profileRuns int) (*Builder, error) {
 	}
 	b := newBuilder(c)
 	for id, k := range c.Kernels {
+		if k.Name != "" {
+			b.infos[id] = KernelInfo{ID: id, Name: k.Name, Grid: k.Grid, Block: k.Block}
+		}
+	}
+	return b, nil
+}
+
+// NewVersion starts the next version of prev's profile (the service
+// drifted from it, reason says how): empty, to be complete after
+// profileRuns committed runs, with prev's history and kernel names.
+func NewVersion(prev *Profile, reason string, profileRuns int) (*Builder, error) {
+	if err := ValidateProfileRuns(profileRuns); err != nil {
+		return nil, err
+	}
+	if len(reason) > MaxReasonLen {
+		reason = reason[:MaxReasonLen]
+	}
+	p := NewProfile(prev.TaskKey, prev.GPU, uint32(profileRuns))
+	p.Version = max(prev.Version, 1) + 1
+	p.Reason = reason
+	p.History = append([]VersionInfo(nil), prev.History...)
+	b := newBuilder(p)
+	for id, k := range prev.Kernels {
 		if k.Name != "" {
 			b.infos[id] = KernelInfo{ID: id, Name: k.Name, Grid: k.Grid, Block: k.Block}
 		}
@@ -206,7 +233,7 @@ func (b *Builder) stale(run uint32) bool {
 func (b *Builder) begin(run uint32) *pendingRun {
 	if len(b.pending) >= MaxPendingRuns {
 		b.pending = b.pending[1:]
-		b.p.DiscardedRuns++
+		b.discard(DiscardRunEndLost)
 	}
 	pr := &pendingRun{run: run}
 	b.pending = append(b.pending, pr)
@@ -256,17 +283,64 @@ func (b *Builder) AddRecords(run uint32, recs []Record) {
 	pr.records = append(pr.records, recs...)
 }
 
+// discard counts a run left out for reason r.
+func (b *Builder) discard(r DiscardReason) {
+	b.p.DiscardedRuns++
+	if r > 0 && r < NumDiscardReasons {
+		b.p.Discards[r]++
+	}
+}
+
 // EndRun ends a run that launched kernels kernels and took runNs, folding
 // its buffered records into the profile if commit is true and exactly
-// kernels records arrived. Runs begun before this one that are still
-// pending lost their RunEnd and are dropped (counted as discarded); records
-// of this run or older ones that arrive later are ignored.
+// kernels records arrived; a run not committed counts as DiscardOverlap
+// (EndRunWhy says another reason). Runs begun before this one that are
+// still pending lost their RunEnd and are dropped (counted as discarded);
+// records of this run or older ones that arrive later are ignored.
 func (b *Builder) EndRun(run, kernels uint32, runNs uint64, commit bool) RunOutcome {
+	why := DiscardOverlap
+	if commit {
+		why = 0
+	}
+	out, _ := b.EndRunWhy(run, kernels, runNs, why)
+	return out
+}
+
+// EndRunWhy is EndRun where the caller says why it leaves the run out (why
+// 0: it commits the run). It returns what it did and, for a run left out,
+// why.
+func (b *Builder) EndRunWhy(run, kernels uint32, runNs uint64, why DiscardReason) (RunOutcome, DiscardReason) {
+	return b.Decide(b.Detach(run), kernels, runNs, why)
+}
+
+// EndedRun is a run whose end was reported, taken out of the Builder's
+// buffer (Detach) until the caller decides on it (Decide): the daemon
+// waits for the truth about other tasks' work before it says whether a run
+// was clean.
+type EndedRun struct {
+	run      uint32
+	recs     []Record
+	found    bool
+	overflow bool
+	ignored  bool // the profile was complete when it ended
+}
+
+// Run is the run's number.
+func (e *EndedRun) Run() uint32 { return e.run }
+
+// Detach ends run as EndRun does — runs begun before it that are still
+// pending lost their RunEnd and are dropped, later records of it or older
+// runs are ignored — and returns its records for Decide.
+func (b *Builder) Detach(run uint32) *EndedRun {
+	e := &EndedRun{run: run}
 	if b.Complete() {
 		b.pending = nil
-		return RunIgnored
+		e.ignored = true
+		return e
 	}
-	pr := b.find(run)
+	if pr := b.find(run); pr != nil {
+		e.recs, e.found, e.overflow = pr.records, true, pr.overflow
+	}
 	b.drop(run)
 	if !b.stale(run) {
 		b.lastEnded, b.ended = run, true
@@ -274,33 +348,43 @@ func (b *Builder) EndRun(run, kernels uint32, runNs uint64, commit bool) RunOutc
 	kept := b.pending[:0]
 	for _, o := range b.pending {
 		if int32(o.run-run) < 0 {
-			b.p.DiscardedRuns++
+			b.discard(DiscardRunEndLost)
 			continue
 		}
 		kept = append(kept, o)
 	}
 	b.pending = kept
-
-	var n int
-	if pr != nil {
-		n = len(pr.records)
-	}
-	switch {
-	case kernels == 0 && n == 0 && (pr == nil || !pr.overflow):
-		return RunEmpty
-	case !commit:
-		b.p.DiscardedRuns++
-		return RunDiscarded
-	case pr == nil || pr.overflow || uint64(n) != uint64(kernels):
-		b.p.DiscardedRuns++
-		return RunIncomplete
-	case !plausible(pr.records, runNs):
-		b.p.DiscardedRuns++
-		return RunImplausible
-	}
-	b.fold(pr.records, runNs)
-	return RunCommitted
+	return e
 }
+
+// Decide folds a detached run that launched kernels kernels and took runNs
+// into the profile if why is 0 and exactly kernels records arrived, else
+// counts it discarded (by why, or by what is wrong with it). A run decided
+// after the profile completed is ignored.
+func (b *Builder) Decide(e *EndedRun, kernels uint32, runNs uint64, why DiscardReason) (RunOutcome, DiscardReason) {
+	if e.ignored || b.Complete() {
+		return RunIgnored, 0
+	}
+	n := len(e.recs)
+	switch {
+	case kernels == 0 && n == 0 && !e.overflow:
+		return RunEmpty, 0
+	case why != 0:
+		b.discard(why)
+		return RunDiscarded, why
+	case !e.found || e.overflow || uint64(n) != uint64(kernels):
+		b.discard(DiscardRecordsLost)
+		return RunIncomplete, DiscardRecordsLost
+	case !plausible(e.recs, runNs):
+		b.discard(DiscardImplausible)
+		return RunImplausible, DiscardImplausible
+	}
+	b.fold(e.recs, runNs)
+	return RunCommitted, 0
+}
+
+// Pending reports whether records of run are buffered.
+func (b *Builder) Pending(run uint32) bool { return b.find(run) != nil }
 
 // plausible: the run fits MaxRunNs, and each kernel and in-run gap fits the
 // run (a gap flagged as spanning the run end reaches into the next run and
@@ -346,6 +430,7 @@ func (b *Builder) fold(recs []Record, runNs uint64) {
 	if p.Runs >= p.TargetRuns {
 		p.Phase = PhaseSharing
 		b.pending = nil
+		p.addHistory()
 	}
 }
 

@@ -325,7 +325,10 @@ func TestBuilderMatchesPaperFormulas(t *testing.T) {
 			b2, _ := profiler.NewBuilder("task", "GPU", target)
 			feed(t, r, b2, only)
 			p2 := b2.Profile()
-			p2.DiscardedRuns = p.DiscardedRuns
+			p2.DiscardedRuns, p2.Discards = p.DiscardedRuns, p.Discards
+			for i := range p2.History {
+				p2.History[i].Discarded = p.History[i].Discarded
+			}
 			mustEqualProfiles(t, p, p2)
 		})
 	}

@@ -27,11 +27,20 @@
 //
 // A Builder buffers each run's records and folds them only when the caller
 // commits the run at EndRun. The daemon does not commit a run during which
-// another task launched a kernel, and EndRun itself refuses a run whose
+// another task's work was on the GPU, and EndRun itself refuses a run whose
 // number of records differs from the kernel count of its RunEnd (records
 // lost to UDP, or duplicated). A refused run leaves no trace in the
-// statistics; it only increments Profile.DiscardedRuns. A run that launched
-// no kernel is not counted. After T committed runs (DefaultProfileRuns,
+// statistics; it only increments Profile.DiscardedRuns and, by its reason
+// (DiscardReason: the caller's, with EndRunWhy, or EndRun's own),
+// Profile.Discards. A run that launched no kernel is not counted.
+//
+// # Versions
+//
+// A profile is built again when the service drifts from it (the daemon's
+// scheduler decides, docs/scheduler.md "Drift"): NewVersion starts version
+// Version+1 with a Reason, and every completed version is appended to
+// History (at most MaxHistory, the newest kept) with its runs, discards and
+// mean run time; the daemon stamps its wall-clock time when it stores it. After T committed runs (DefaultProfileRuns,
 // MinProfileRuns–MaxProfileRuns) the profile is in PhaseSharing and the
 // Builder ignores further runs.
 //
@@ -42,12 +51,21 @@
 //
 //	profile = [1, task_key str, gpu str, phase uint (1 profiling, 2 sharing),
 //	           runs uint, target_runs uint, discarded_runs uint,
-//	           run_time dist, duration dist, gap dist, [kernel…]]
+//	           run_time dist, duration dist, gap dist, [kernel…],
+//	           sequence, versions, discards]
+//	sequence = [seq_runs uint, [[id uint, duration_ns float64, gap_ns float64]…]]
+//	versions = [version uint, reason str,
+//	            [[version uint, unix_ns int, reason str, runs uint, discarded uint, mean_run_ns float64]…]]
+//	discards = [[reason str, count uint]…]
 //	kernel  = [id uint, name str, [gx, gy, gz], [bx, by, bz], duration dist, gap dist]
 //	dist    = [count uint, mean float64, m2 float64, min uint, max uint, zero_count uint,
 //	           [index₀ int, count₀ uint, Δindex₁ uint, count₁ uint, …]]
 //
-// Kernels are in increasing ID order. A sketch's bins are listed in
+// The last three elements came later within version 1: a reader takes a
+// profile without them as version 1 with its discards unclassified, and
+// older readers skip them as any extra element. Discard reasons are
+// written by name (DiscardReason.String); a name the reader does not know
+// counts as unclassified. Kernels are in increasing ID order. A sketch's bins are listed in
 // increasing index order: the first index absolute, the others as the
 // (positive) difference from the previous one. The decoder rejects another
 // version, trailing bytes and inconsistent contents (ValidateProfile), and
@@ -72,7 +90,12 @@
 //	 "run_time": dist, "duration": dist, "gap": dist,
 //	 "kernels": [{"id": "9f86d081884c7d65", "name": "_Z6kernelPf",
 //	              "grid": [1, 1, 1], "block": [256, 1, 1],
-//	              "duration": dist, "gap": dist}, …]}
+//	              "duration": dist, "gap": dist}, …],
+//	 "sequence": {"runs": 100, "kernels": [{"id": …, "duration_ns": …, "gap_ns": …}, …]},
+//	 "discards": {"overlap": 1, "hook_uncertain": 1},
+//	 "profile_version": 2, "reason": "drift: …",
+//	 "versions": [{"version": 1, "unix_ns": …, "reason": "new service", "runs": 100,
+//	               "discarded_runs": 2, "mean_run_ns": …}, …]}
 //	dist = {"count": 100, "mean_ns": 1234.5, "m2": 6789.0, "min_ns": 1219, "max_ns": 1260,
 //	        "stddev_ns": 8.2, "p50_ns": 1230.1, "p90_ns": 1241.3,
 //	        "sketch": {"zero_count": 0, "bins": [[355, 40], [356, 60]]}}

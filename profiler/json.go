@@ -29,6 +29,21 @@ type jsonProfile struct {
 	Gap           jsonDist     `json:"gap"`
 	Kernels       []jsonKernel `json:"kernels"`
 	Sequence      *jsonSeq     `json:"sequence,omitempty"`
+	// Discards by reason (DiscardReason's names), the profile's version,
+	// why it came, and the completed versions: absent in older exports.
+	Discards       map[string]uint32 `json:"discards,omitempty"`
+	ProfileVersion uint32            `json:"profile_version,omitempty"`
+	Reason         string            `json:"reason,omitempty"`
+	Versions       []jsonVersion     `json:"versions,omitempty"`
+}
+
+type jsonVersion struct {
+	Version   uint32  `json:"version"`
+	UnixNs    int64   `json:"unix_ns"`
+	Reason    string  `json:"reason"`
+	Runs      uint32  `json:"runs"`
+	Discarded uint32  `json:"discarded_runs"`
+	MeanRunNs float64 `json:"mean_run_ns"`
 }
 
 // jsonSeq is the positional sequence: the kernel at each position of a run
@@ -112,6 +127,13 @@ func (p *Profile) MarshalJSON() ([]byte, error) {
 			ID: FormatKernelID(k.ID), Name: k.Name, Grid: k.Grid, Block: k.Block,
 			Duration: toJSONDist(&k.Duration), Gap: toJSONDist(&k.Gap),
 		})
+	}
+	if m := p.Discards.Map(); len(m) > 0 {
+		j.Discards = m
+	}
+	j.ProfileVersion, j.Reason = p.Version, p.Reason
+	for _, h := range p.History {
+		j.Versions = append(j.Versions, jsonVersion(h))
 	}
 	if len(p.Sequence) > 0 {
 		j.Sequence = &jsonSeq{Runs: p.SeqRuns, Kernels: make([]jsonSeqPos, len(p.Sequence))}
@@ -220,6 +242,18 @@ func decodeJSON(r io.Reader) (*Profile, error) {
 			}
 			p.Sequence[i] = SeqKernel{ID: id, DurationNs: s.DurationNs, GapNs: s.GapNs}
 		}
+	}
+	for name, c := range j.Discards {
+		if d, ok := ParseDiscardReason(name); ok {
+			p.Discards[d] = c
+		}
+	}
+	p.Version, p.Reason = max(j.ProfileVersion, 1), j.Reason
+	if len(j.Versions) > MaxHistory {
+		return nil, fmt.Errorf("%d versions: %w", len(j.Versions), ErrInvalid)
+	}
+	for _, v := range j.Versions {
+		p.History = append(p.History, VersionInfo(v))
 	}
 	if err := ValidateProfile(p); err != nil {
 		return nil, err

@@ -183,6 +183,17 @@ type Profile struct {
 	Runs          uint32
 	TargetRuns    uint32
 	DiscardedRuns uint32
+	// Discards counts DiscardedRuns by reason (profiles from before
+	// reasons were kept count fewer: Unclassified).
+	Discards Discards
+
+	// Version numbers the task key's profiles on this GPU model: 1 for the
+	// first, one more each time the service drifted from its profile and
+	// was measured again. Reason says why this version came; History
+	// lists the completed versions, this one last once it is complete.
+	Version uint32
+	Reason  string
+	History []VersionInfo
 
 	// RunTime is the job completion time of committed runs.
 	RunTime Dist
@@ -220,6 +231,8 @@ func NewProfile(taskKey, gpu string, targetRuns uint32) *Profile {
 		GPU:        gpu,
 		Phase:      PhaseProfiling,
 		TargetRuns: targetRuns,
+		Version:    1,
+		Reason:     ReasonNew,
 		RunTime:    newDist(),
 		Duration:   newDist(),
 		Gap:        newDist(),
@@ -275,6 +288,7 @@ func (p *Profile) Clone() *Profile {
 		c.Kernels[id] = &kc
 	}
 	c.Sequence = append([]SeqKernel(nil), p.Sequence...)
+	c.History = append([]VersionInfo(nil), p.History...)
 	return &c
 }
 

@@ -22,6 +22,8 @@ import (
 //     and Gap hold exactly the kernels' values, at most MaxRunRecords
 //     executions per committed run.
 //   - No measurement (run time, duration, gap) exceeds MaxRunNs.
+//   - Version is at least 1 and newer than its History's, which increase;
+//     the discards by reason add up to no more than DiscardedRuns.
 func ValidateProfile(p *Profile) error {
 	if p.TaskKey == "" {
 		return fmt.Errorf("empty task key: %w", ErrInvalid)
@@ -86,7 +88,7 @@ func ValidateProfile(p *Profile) error {
 	if err := validateSequence(p); err != nil {
 		return err
 	}
-	return nil
+	return validateVersions(p)
 }
 
 func validateDist(what string, d *Dist) error {

@@ -84,12 +84,23 @@ type Config struct {
 	// MaxCredit caps the launches granted without a round trip.
 	MaxCredit int
 	// GapEWMA, if > 0, is the weight of the newest observation in the online
-	// correction of per-kernel gap predictions; 0 disables the correction.
+	// correction of gap predictions (by position in the run, or by kernel
+	// ID): an observation below the estimate gets at least 1/2; 0 disables
+	// the correction. On by default: it cut the windows filled past a
+	// shorter gap (docs/scheduler.md "Prediction feedback").
 	GapEWMA float64
 	// Positional predicts from a kernel's position in its run (the
 	// profile's sequence) when the profile has one, rather than from its
 	// kernel ID alone (the paper's SK/SG); false: by kernel ID only.
 	Positional bool
+	// DriftSample: in the sharing phase, a task's hook measures one run in
+	// DriftSample (0: none) so that the core sees its profile drift
+	// (drift.go); DriftThreshold is the relative mismatch of a checked run;
+	// DriftRuns consecutive mismatching runs are a drift (0: drift
+	// detection off), after which the task is profiled again.
+	DriftSample    int
+	DriftThreshold float64
+	DriftRuns      int
 	// RunEndByPosition lets the launch of a run's last kernel (by position
 	// in the profile's sequence) end the holder's run and open the window
 	// to its next one, without waiting for the run-end report. It fills
@@ -125,8 +136,11 @@ func DefaultConfig() Config {
 		HeartbeatInterval: int64(20 * time.Millisecond),
 		ProfileRuns:       100,
 		MaxCredit:         64,
-		GapEWMA:           0,
+		GapEWMA:           0.125,
 		Positional:        true,
+		DriftSample:       16,
+		DriftThreshold:    0.15,
+		DriftRuns:         3,
 	}
 }
 

@@ -136,7 +136,7 @@ func (n *Node) grant(r *request, ds []int64, expires int64) {
 	n.billLaunch(r.t, n.launched(r.t, r.kernel, r.seq))
 	r.t.lastLaunch = n.now
 	r.t.busyUntil = g.lpBusyUntil
-	n.noteWork(r.t, n.now, g.lpBusyUntil)
+	n.noteWork(r.t, r.seq, n.now, g.lpBusyUntil)
 }
 
 // revokeCredit takes back every waiter's unused credit when the holders
@@ -146,7 +146,7 @@ func (n *Node) revokeCredit(g *gpu) {
 		if t.role == RoleWaiter && t.credit > 0 {
 			n.stats.Revoked += uint64(t.credit)
 			n.dropCredit(t)
-			n.out.States = append(n.out.States, StateChange{Task: t.id, Role: t.role, Phase: t.phase, Gate: n.gate(t, 0)})
+			n.out.States = append(n.out.States, n.stateOf(t))
 		}
 	}
 }

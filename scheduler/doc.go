@@ -59,7 +59,9 @@
 //     expected delay charged to the run stays within it.
 //   - Prediction feedback: when the holder's next launch arrives the predicted
 //     time of that launch is compared with the actual one (Stats); with
-//     GapEWMA > 0 the per-kernel gap prediction is corrected online.
+//     GapEWMA > 0 (the default) the gap prediction — by position, or by
+//     kernel ID — is corrected online, a gap shorter than predicted weighing
+//     at least 1/2.
 //   - Inter-run gaps (time from a run end to the holder's next launch) are
 //     learned online and filled like kernel gaps when they are long enough.
 //   - A task silent for DeadAfter is dropped; its requests, credit and holder
@@ -67,5 +69,11 @@
 //   - Profiling: a task without a finished profile measures its runs. While it
 //     profiles, tasks of its own or lower priority are held (the paper's
 //     choice); a run during which any other task's work was on the GPU is
-//     discarded rather than counted.
+//     discarded rather than counted, decided on the truth (other tasks'
+//     run ends) where it comes within 250 ms; every discard has a reason.
+//     Every committed run is a ProfileUpdate to persist.
+//   - Drift (drift.go): a sharing task's runs are checked against its
+//     profile — kernel IDs it lacks, every run; kernel durations, the runs its
+//     hook samples — and DriftRuns consecutive mismatches start its next
+//     profile version, built in the sharing phase without holding anyone.
 package scheduler

@@ -112,9 +112,14 @@ type RunEnded struct {
 	// core places the run exactly — launches LastSeq−Kernels+1 … LastSeq —
 	// whatever it saw of it (a task that registered mid-run, lost reports).
 	LastSeq uint32
+	// Unmeasured: the hook measured the run but sends no records, and why
+	// (the wire's RunEnd unmeasured: 1 stalled, 2 uncertain, 3 no events,
+	// 4 stopped); 0 otherwise.
+	Unmeasured uint8
 }
 
-// MeasurementsReceived: measured kernels of a profiling run.
+// MeasurementsReceived: measured kernels of a profiling run, or of a
+// sharing task's sampled run (its hook measures one in Ack.Sample).
 type MeasurementsReceived struct {
 	Now     int64
 	Task    TaskID

@@ -164,7 +164,7 @@ func (n *Node) fairTurn(g *gpu, p int) (*task, int64) {
 			// switch between them kernel by kernel.
 			n.stats.Revoked += uint64(prev.credit)
 			n.dropCredit(prev)
-			n.out.States = append(n.out.States, StateChange{Task: prev.id, Role: prev.role, Phase: prev.phase, Gate: n.gate(prev, 0)})
+			n.out.States = append(n.out.States, n.stateOf(prev)) // credit 0: dropped above
 		}
 	}
 	g.turn[p] = slow

@@ -19,11 +19,11 @@ func (n *Node) notified(t *task, seq uint32, kernel uint64, at int64) {
 		t.gpu.noteLevel(t.prio, at)
 		dur := n.holderLaunch(t, kernel, at, seq)
 		n.billLaunch(t, dur)
-		n.noteLaunch(t, seq, at, dur)
-		n.noteWork(t, at, t.busyUntil)
+		n.noteLaunch(t, seq, at, dur, kernel)
+		n.noteWork(t, seq, at, t.busyUntil)
 		return
 	}
-	n.noteLaunch(t, seq, at, 0)
+	n.noteLaunch(t, seq, at, 0, kernel)
 	g := t.gpu
 	g.lpLast = t
 	n.waiterRunStart(t, seq)
@@ -44,7 +44,7 @@ func (n *Node) notified(t *task, seq uint32, kernel uint64, at int64) {
 	}
 	t.lastLaunch = at
 	t.busyUntil = g.lpBusyUntil
-	n.noteWork(t, at, t.busyUntil)
+	n.noteWork(t, seq, at, t.busyUntil)
 }
 
 // waiterRunStart starts a waiter's run at its first launch (seq) after a run
@@ -79,15 +79,14 @@ func (n *Node) requested(t *task, seq uint32, kernel uint64) error {
 			// A holder asks when its hook saw a better priority launch
 			// on the board (or had not learned its role): it holds still,
 			// against what the core knows now.
-			n.out.States = append(n.out.States, StateChange{Task: t.id, Role: t.role, Phase: t.phase, Credit: t.credit,
-				Gate: n.gate(t, 0)})
+			n.out.States = append(n.out.States, n.stateOf(t))
 		}
 		n.out.Grants = append(n.out.Grants, Grant{Task: t.id, Seq: seq, Gate: n.gate(t, 0)})
 		n.stats.Grants++
 		dur := n.holderLaunch(t, kernel, n.now, seq)
 		n.billLaunch(t, dur)
-		n.noteLaunch(t, seq, n.now, dur)
-		n.noteWork(t, n.now, t.busyUntil)
+		n.noteLaunch(t, seq, n.now, dur, kernel)
+		n.noteWork(t, seq, n.now, t.busyUntil)
 		n.schedule(g)
 		return nil
 	}
@@ -108,7 +107,7 @@ func (n *Node) requested(t *task, seq uint32, kernel uint64) error {
 		n.settleCredit(t, seq-prev-1)
 	}
 	t.lastActive = n.now
-	n.noteLaunch(t, seq, n.now, 0)
+	n.noteLaunch(t, seq, n.now, 0, kernel)
 	n.waiterRunStart(t, seq)
 	g.queues[t.prio] = append(g.queues[t.prio], &request{
 		t: t, seq: seq, kernel: kernel, est: n.estimateAt(t, kernel, seq), arrived: n.now, lastHold: n.now,
@@ -187,16 +186,7 @@ func (n *Node) holderLaunch(h *task, k uint64, now int64, seq uint32) int64 {
 	if n.cfg.GapEWMA > 0 && h.lastKernel != 0 && h.lastLaunch > 0 && h.inRun {
 		// The gap actually left after the previous kernel, as far as the
 		// daemon can see it: from its predicted end to this launch.
-		actual := maxi(0, now-h.busyUntil)
-		prev, ok := h.gapCorr[h.lastKernel]
-		if !ok {
-			prev = n.gapOf(h, h.lastKernel)
-		}
-		if h.gapCorr == nil {
-			h.gapCorr = map[uint64]int64{}
-		}
-		w := n.cfg.GapEWMA
-		h.gapCorr[h.lastKernel] = int64((1-w)*float64(prev) + w*float64(actual))
+		n.correctGap(h, maxi(0, now-h.busyUntil))
 	}
 	h.anchorRun(seq)
 	if !h.inRun {
@@ -257,6 +247,14 @@ func (n *Node) endFill(g *gpu, at int64) {
 	if g.window.open && at < g.window.end {
 		n.stats.EarlyStops++
 	}
+	if g.window.open && g.windowGrants > 0 && at < g.lpBusyUntil {
+		// The holder is back while the low-priority work granted into its
+		// gap was predicted still to run: the gap was shorter than
+		// predicted, and the holder waits for that work.
+		n.stats.ShortGapWindows++
+		n.stats.ShortGapFills += g.windowGrants
+	}
+	g.windowGrants = 0
 	g.window.open = false
 	g.idle = false
 }
@@ -512,6 +510,7 @@ func (n *Node) fillWindow(g *gpu) {
 			g.lpInWindow = true
 		}
 		g.lpBusyUntil = start - g.reservedNs + r.est
+		g.windowGrants++
 		n.grant(r, n.creditOf(r, w.end-g.lpBusyUntil-g.reservedNs), w.end)
 	}
 }

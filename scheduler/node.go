@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -99,7 +100,7 @@ func (n *Node) Step(ev Event) error {
 		if err != nil {
 			return err
 		}
-		n.measured(t, e)
+		n.measuredRecords(t, e)
 		return nil
 	case KernelInfoReceived:
 		t, err := n.seen(e.Task)
@@ -191,9 +192,9 @@ func (n *Node) register(e TaskRegistered) error {
 		lastSeen: n.now, lastActive: n.now, registered: n.now, watched: e.Local,
 		weight: weightOf(e.Weight), owner: e.Owner,
 	}
-	if e.Profile != nil && e.Profile.Phase == profiler.PhaseSharing {
+	sharing := e.Profile != nil && e.Profile.Phase == profiler.PhaseSharing
+	if sharing {
 		t.phase = PhaseSharing
-		t.est = EstimatesFromProfile(e.Profile)
 	} else {
 		prof, err := n.newProfiling(t, e.Profile)
 		if err != nil {
@@ -201,17 +202,20 @@ func (n *Node) register(e TaskRegistered) error {
 		}
 		t.phase = PhaseProfiling
 		t.prof = prof
+		t.meas = &measured{}
 	}
 	n.tasks[t.id] = t
 	g.addTask(t)
-	if t.prof != nil {
+	if sharing {
+		n.useProfile(t, e.Profile)
+	} else {
 		n.seedForeign(t)
 	}
 	n.stats.Registered++
 	n.electHolders(g, t)
 	n.out.Acks = append(n.out.Acks, Ack{
 		Task: t.id, Role: t.role, Phase: t.phase,
-		ProfileRuns: n.cfg.ProfileRuns, HeartbeatNs: n.cfg.HeartbeatInterval,
+		ProfileRuns: n.cfg.ProfileRuns, HeartbeatNs: n.cfg.HeartbeatInterval, Sample: t.sample,
 	})
 	n.schedule(g)
 	return nil
@@ -221,10 +225,23 @@ func (n *Node) register(e TaskRegistered) error {
 func (n *Node) remove(t *task) {
 	g := t.gpu
 	n.dropCredit(t)
+	if t.meas != nil {
+		// Its runs waiting for a verdict are decided now, on what is known.
+		for _, r := range t.meas.waiting {
+			why, ok := n.verdict(t, &r)
+			if !ok {
+				why = profiler.DiscardOverlap
+			}
+			n.decideRun(t, r, why)
+		}
+		t.meas.waiting = nil
+	}
+	n.settleAll(t)
 	g.removeTask(t)
 	delete(n.tasks, t.id)
 	n.out.Accounts = append(n.out.Accounts, t.account())
 	n.stats.Left++
+	n.decideRuns(g)
 	n.electHolders(g, nil)
 	n.schedule(g)
 }
@@ -302,8 +319,7 @@ func (n *Node) electHolders(g *gpu, quiet *task) {
 			t.nextLaunch = 0
 		}
 		if t != quiet {
-			n.out.States = append(n.out.States, StateChange{Task: t.id, Role: t.role, Phase: t.phase, Credit: t.credit,
-				Gate: n.gate(t, 0)})
+			n.out.States = append(n.out.States, n.stateOf(t))
 		}
 	}
 	n.updateWindow(g)
@@ -345,6 +361,7 @@ func (n *Node) tick(heard int64) {
 		n.remove(t)
 	}
 	for _, g := range n.order {
+		n.decideRuns(g)
 		if n.holdersExpired(g) {
 			n.electHolders(g, nil)
 		}
@@ -421,6 +438,7 @@ func (n *Node) deadline() int64 {
 				at(t.lastActive + n.cfg.HolderTTL + 1)
 			}
 		}
+		at(n.verdictAt(g))
 		if g.waiting() > 0 {
 			at(n.turnEnd(g))
 		}
@@ -493,6 +511,33 @@ type Stats struct {
 	ProfilesCompleted  uint64 `json:"profiles_completed"`
 	FairTurns          uint64 `json:"fair_turns"`     // the turn among waiters of one priority moved (fair.go)
 	FairThrottles      uint64 `json:"fair_throttles"` // a holder ran the lag ahead of its equals and waited
+	// RunsDiscardedBy counts RunsDiscarded by reason (profiler.DiscardReason).
+	RunsDiscardedBy DiscardCounts `json:"runs_discarded_by_reason"`
+	// Drift (drift.go): sampled runs compared with their profiles, sampled
+	// runs not clean enough to compare, checked runs (sampled or by their
+	// kernel IDs) that mismatched, drifts found (by check), and profiles
+	// built again after one.
+	DriftSamples        uint64 `json:"drift_samples"`
+	DriftSamplesUnclean uint64 `json:"drift_samples_unclean"`
+	DriftMismatches     uint64 `json:"drift_mismatches"`
+	DriftEvents         uint64 `json:"drift_events"`
+	DriftKernelEvents   uint64 `json:"drift_kernel_events"`
+	DriftTimingEvents   uint64 `json:"drift_timing_events"`
+	ProfilesRefreshed   uint64 `json:"profiles_refreshed"`
+	// ShortGapWindows: windows a holder's launch cut short while granted
+	// low-priority work was predicted still to run (the gap was shorter
+	// than predicted); ShortGapFills: the grants into them.
+	ShortGapWindows uint64 `json:"short_gap_windows"`
+	ShortGapFills   uint64 `json:"short_gap_fills"`
+}
+
+// Undecided is how many of a task's ended runs wait for a verdict (0 for
+// an unknown task).
+func (n *Node) Undecided(id TaskID) int {
+	if t := n.tasks[id]; t != nil && t.meas != nil {
+		return len(t.meas.waiting)
+	}
+	return 0
 }
 
 // TaskInfo describes one task for status output.
@@ -506,9 +551,14 @@ type TaskInfo struct {
 	Role     Role
 	Phase    Phase
 	Credit   uint32
-	Runs     int // clean profiled runs so far (profiling phase)
+	Runs     int // clean profiled runs so far (profiling phase, or profiling again)
 	Waiting  int
 	JCTNs    int64
+	// ProfileVersion is the version of the profile in use (0: none yet);
+	// Refreshing: the task drifted and version ProfileVersion+1 is being
+	// built.
+	ProfileVersion uint32
+	Refreshing     bool
 	// Weight is its share among its equals; Throttled: a holder that ran
 	// the lag ahead of them waits (fair.go).
 	Weight    uint32
@@ -530,6 +580,10 @@ func (n *Node) Tasks() []TaskInfo {
 			if t.prof != nil {
 				ti.Runs = t.prof.runs()
 			}
+			if t.profile != nil {
+				ti.ProfileVersion = t.profile.Version
+			}
+			ti.Refreshing = t.refreshing()
 			for _, r := range g.queues[t.prio] {
 				if r.t == t {
 					ti.Waiting++
@@ -539,4 +593,39 @@ func (n *Node) Tasks() []TaskInfo {
 		}
 	}
 	return out
+}
+
+// DiscardCounts counts discarded profiling runs by reason (index:
+// profiler.DiscardReason). In JSON it is an object with one key per reason,
+// its name (docs/status-api.md).
+type DiscardCounts [profiler.NumDiscardReasons]uint64
+
+func (d *DiscardCounts) add(r profiler.DiscardReason) {
+	if r > 0 && r < profiler.NumDiscardReasons {
+		d[r]++
+	}
+}
+
+// MarshalJSON writes every reason, zeros included.
+func (d DiscardCounts) MarshalJSON() ([]byte, error) {
+	m := make(map[string]uint64, len(d))
+	for _, r := range profiler.DiscardReasons() {
+		m[r.String()] = d[r]
+	}
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes; reasons it does not know
+// are ignored.
+func (d *DiscardCounts) UnmarshalJSON(b []byte) error {
+	var m map[string]uint64
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	for k, v := range m {
+		if r, ok := profiler.ParseDiscardReason(k); ok {
+			d[r] = v
+		}
+	}
+	return nil
 }

@@ -9,10 +9,22 @@ package scheduler
 // depends on where in the run it is — else by kernel ID (the paper's SK and
 // SG).
 func (n *Node) holderKernel(h *task, k uint64, seq uint32) (dur, gap int64, hasGap, last bool) {
+	h.lastPos = -1
+	if h.refreshing() {
+		// Its profile is known to be stale: durations as best known, but
+		// none of its in-run gaps is trusted enough to fill until the new
+		// version is complete (drift.go).
+		return n.duration(h, k), 0, false, false
+	}
 	if s, ok := n.seqAt(h, seq, k); ok {
 		p := n.position(h, seq)
 		last = n.cfg.RunEndByPosition && p == len(h.est.Seq)-1 && !h.offSequence
-		return s.DurNs, s.GapNs, p < len(h.est.Seq)-1, last
+		h.lastPos = p
+		gap := s.GapNs
+		if c, ok := h.posCorr[p]; ok {
+			gap = c
+		}
+		return s.DurNs, gap, p < len(h.est.Seq)-1, last
 	}
 	if n.position(h, seq) >= 0 {
 		// Off the profile's sequence: a later match by position may be
@@ -22,6 +34,46 @@ func (n *Node) holderKernel(h *task, k uint64, seq uint32) (dur, gap int64, hasG
 	ke, ok := h.est.kernel(k)
 	return n.duration(h, k), n.gapOf(h, k), ok && ke.HasGap, false
 }
+
+// correctGap moves the gap prediction after h's previous kernel (by its
+// position when it was predicted by position, else by its kernel ID)
+// towards the gap the daemon saw after it (GapEWMA): an estimate above the
+// observation (the holder came back sooner: a fill would have delayed it)
+// moves by at least half the difference at once, one below it by the
+// weight, so that gaps filled on a stale prediction shrink fast and grow
+// back slowly.
+func (n *Node) correctGap(h *task, observed int64) {
+	w := n.cfg.GapEWMA
+	update := func(prev int64) int64 {
+		ww := w
+		if observed < prev {
+			ww = max(w, gapDownWeight)
+		}
+		return int64((1-ww)*float64(prev) + ww*float64(observed))
+	}
+	if h.lastPos >= 0 && h.est != nil && h.lastPos < len(h.est.Seq) {
+		prev, ok := h.posCorr[h.lastPos]
+		if !ok {
+			prev = h.est.Seq[h.lastPos].GapNs
+		}
+		if h.posCorr == nil {
+			h.posCorr = map[int]int64{}
+		}
+		h.posCorr[h.lastPos] = update(prev)
+		return
+	}
+	prev, ok := h.gapCorr[h.lastKernel]
+	if !ok {
+		prev = n.gapOf(h, h.lastKernel)
+	}
+	if h.gapCorr == nil {
+		h.gapCorr = map[uint64]int64{}
+	}
+	h.gapCorr[h.lastKernel] = update(prev)
+}
+
+// gapDownWeight is the least weight an observation below the estimate gets.
+const gapDownWeight = 0.5
 
 // gapOf is SG[k] for holder h, corrected online when enabled.
 func (n *Node) gapOf(h *task, k uint64) int64 {

@@ -43,10 +43,12 @@ func TestProfilingCompletes(t *testing.T) {
 		states = append(states, r.States...)
 		now += 1_000_000
 	}
-	if len(updates) != 1 || !updates[0].Complete || updates[0].Runs != 10 {
+	// Every committed run is kept (a restarted daemon continues from it);
+	// the last one completes the profile.
+	if len(updates) != 10 || !updates[9].Complete || updates[9].Runs != 10 || updates[8].Complete || updates[8].Runs != 9 {
 		t.Fatalf("profile updates = %+v", updates)
 	}
-	p := updates[0].Profile
+	p := updates[9].Profile
 	k, ok := p.Kernel(7)
 	if !ok || k.Duration.Mean != 20_000 || k.Gap.Mean != 300_000 || k.Name != "k7" {
 		t.Fatalf("kernel 7 = %+v", k)

@@ -15,6 +15,9 @@ type Ack struct {
 	ProfileRuns int
 	// HeartbeatNs is the interval the hook should heartbeat at.
 	HeartbeatNs int64
+	// Sample: in the sharing phase the hook measures one run in Sample (0:
+	// none), so that the core sees the profile drift (drift.go).
+	Sample uint32
 }
 
 // Grant lets launch Seq go, and the Credit launches after it go without
@@ -60,13 +63,16 @@ type StateChange struct {
 	Phase  Phase
 	Credit uint32
 	Gate
+	Sample uint32 // as Ack's: every State carries the task's current one
 }
 
 // RunVerdict says what profiling did with one run of a task.
 type RunVerdict struct {
 	Task    TaskID
 	Run     uint32
-	Outcome string // "committed", "discarded" (it overlapped other work), "incomplete", "empty", "ignored"
+	Outcome string // "committed", "discarded", "incomplete", "implausible", "empty", "ignored"
+	Reason  string // why a run was left out (profiler.DiscardReason's name)
+	Kind    string // "profiling", or "refresh" (a new version after a drift)
 	Runs    int    // committed runs so far
 }
 
@@ -80,6 +86,9 @@ type Ready struct {
 	Profiles []ProfileUpdate
 	// Runs are the verdicts on profiling runs (for logs).
 	Runs []RunVerdict
+	// Drifts are the tasks found to drift from their profiles, being
+	// profiled again.
+	Drifts []DriftEvent
 	// Dropped tasks: silent past DeadAfter. The daemon forgets them.
 	Dropped []TaskID
 	// Accounts are the final GPU-time accounts of the tasks removed since
@@ -93,17 +102,31 @@ type Ready struct {
 // a decision).
 func (r *Ready) Empty() bool {
 	return len(r.Acks) == 0 && len(r.Grants) == 0 && len(r.Holds) == 0 &&
-		len(r.States) == 0 && len(r.Profiles) == 0 && len(r.Dropped) == 0 && len(r.Runs) == 0 && len(r.Accounts) == 0
+		len(r.States) == 0 && len(r.Profiles) == 0 && len(r.Dropped) == 0 && len(r.Runs) == 0 && len(r.Drifts) == 0 &&
+		len(r.Accounts) == 0
 }
 
 // String renders the decisions one per line, as scenario tests show them.
-func (r *Ready) String() string {
+func (r *Ready) String() string { return r.Format(0) }
+
+// Format is String, but a sharing task's sample is shown in its ack or
+// state only where it is not usual (the configured DriftSample): scenarios
+// show it where it changes. A profiling task's is never shown (its hook
+// measures every run).
+func (r *Ready) Format(usual uint32) string {
+	sampleStr := func(s uint32, ph Phase) string {
+		if s == usual || ph != PhaseSharing {
+			return ""
+		}
+		return fmt.Sprintf(" sample=%d", s)
+	}
 	var b strings.Builder
 	for _, a := range r.Acks {
-		fmt.Fprintf(&b, "ack task=%d role=%s phase=%s\n", a.Task, a.Role, a.Phase)
+		fmt.Fprintf(&b, "ack task=%d role=%s phase=%s%s\n", a.Task, a.Role, a.Phase, sampleStr(a.Sample, a.Phase))
 	}
 	for _, s := range r.States {
-		fmt.Fprintf(&b, "state task=%d role=%s phase=%s credit=%d%s\n", s.Task, s.Role, s.Phase, s.Credit, s.Gate)
+		fmt.Fprintf(&b, "state task=%d role=%s phase=%s credit=%d%s%s\n", s.Task, s.Role, s.Phase, s.Credit, s.Gate,
+			sampleStr(s.Sample, s.Phase))
 	}
 	for _, g := range r.Grants {
 		fmt.Fprintf(&b, "grant task=%d seq=%d credit=%d%s\n", g.Task, g.Seq, g.Credit, g.Gate)
@@ -112,7 +135,17 @@ func (r *Ready) String() string {
 		fmt.Fprintf(&b, "hold task=%d seq=%d\n", h.Task, h.Seq)
 	}
 	for _, v := range r.Runs {
-		fmt.Fprintf(&b, "run task=%d run=%d %s runs=%d\n", v.Task, v.Run, v.Outcome, v.Runs)
+		extra := ""
+		if v.Reason != "" {
+			extra += " reason=" + v.Reason
+		}
+		if v.Kind == "refresh" {
+			extra += " refresh"
+		}
+		fmt.Fprintf(&b, "run task=%d run=%d %s%s runs=%d\n", v.Task, v.Run, v.Outcome, extra, v.Runs)
+	}
+	for _, d := range r.Drifts {
+		fmt.Fprintf(&b, "drift task=%d kind=%s version=%d %q\n", d.Task, d.Kind, d.Version, d.Reason)
 	}
 	for _, p := range r.Profiles {
 		fmt.Fprintf(&b, "profile task=%d key=%s runs=%d complete=%v\n", p.Task, p.Key, p.Runs, p.Complete)

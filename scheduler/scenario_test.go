@@ -105,7 +105,8 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		err = h.node.Step(LaunchRequested{Now: h.now, Task: taskArg(t, args), Seq: uint32(num(t, args, "seq", 0)), Kernel: uint64(num(t, args, "kernel", 0))})
 	case "runend":
 		err = h.node.Step(RunEnded{Now: h.now, Task: taskArg(t, args), Run: uint32(num(t, args, "run", 0)),
-			Kernels: uint32(num(t, args, "kernels", 0)), RunNs: dur(t, args["run_ns"]), LastSeq: uint32(num(t, args, "last", 0))})
+			Kernels: uint32(num(t, args, "kernels", 0)), RunNs: dur(t, args["run_ns"]), LastSeq: uint32(num(t, args, "last", 0)),
+			Unmeasured: uint8(num(t, args, "unmeasured", 0))})
 	case "measure":
 		var recs []profiler.Record
 		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
@@ -165,6 +166,16 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		return b.String()
 	case "board_elections":
 		return fmt.Sprintf("%d\n", h.node.Stats().BoardElections)
+	case "drift":
+		s := h.node.Stats()
+		var b strings.Builder
+		fmt.Fprintf(&b, "samples=%d unclean=%d mismatches=%d drifts=%d (kernels %d, timing %d) refreshed=%d short_gap_windows=%d short_gap_fills=%d\n",
+			s.DriftSamples, s.DriftSamplesUnclean, s.DriftMismatches, s.DriftEvents, s.DriftKernelEvents, s.DriftTimingEvents,
+			s.ProfilesRefreshed, s.ShortGapWindows, s.ShortGapFills)
+		for _, ti := range h.node.Tasks() {
+			fmt.Fprintf(&b, "task=%d version=%d refreshing=%v runs=%d\n", ti.ID, ti.ProfileVersion, ti.Refreshing, ti.Runs)
+		}
+		return b.String()
 	case "notifications":
 		s := h.node.Stats()
 		return fmt.Sprintf("lost=%d reordered=%d\n", s.LostNotifies, s.ReorderedNotifies)
@@ -177,7 +188,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
 	}
 	r := h.node.Ready()
-	out := r.String()
+	out := r.Format(uint32(h.cfg.DriftSample))
 	if err != nil {
 		out = "error: " + err.Error() + "\n" + out
 	}

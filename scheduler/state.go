@@ -1,6 +1,10 @@
 package scheduler
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/fikit/fikit/profiler"
+)
 
 // task is the core's view of one registered task instance.
 type task struct {
@@ -42,8 +46,14 @@ type task struct {
 	recent []launchRec
 
 	est *Estimates
-	// gapCorr holds online-corrected gap predictions (GapEWMA > 0).
+	// profile is the complete profile est comes from (the base of the next
+	// version if the task drifts).
+	profile *profiler.Profile
+	// gapCorr and posCorr hold online-corrected gap predictions by kernel
+	// ID and by position in the run (GapEWMA > 0).
 	gapCorr map[uint64]int64
+	posCorr map[int]int64
+	lastPos int // position of the last holder kernel (-1: off the sequence)
 
 	// Holder prediction state.
 	busyUntil  int64 // predicted end of this task's launched device work
@@ -68,7 +78,13 @@ type task struct {
 	delayUsed          int64 // expected delay charged to the current (or next) run
 	delayPending       int64 // charged between runs, moves to the next run
 
-	prof *profiling // non-nil while profiling
+	prof *profiling // non-nil while profiling (or profiling again after a drift)
+	// meas decides whether its measured runs were clean (profiling, or
+	// sampled for drift); drift watches a sharing task's profile; sample is
+	// what its hook was told (one run in sample measured, 0 none).
+	meas   *measured
+	drift  *driftState
+	sample uint32
 
 	// Fair shares among equals and accounting (fair.go).
 	weight    int64  // ≥ 1
@@ -81,9 +97,10 @@ type task struct {
 
 // launchRec is one launch of a task.
 type launchRec struct {
-	seq uint32
-	at  int64
-	dur int64
+	seq     uint32
+	at      int64
+	dur     int64
+	unknown bool // a sharing task's kernel its profile lacks
 }
 
 // maxRecent bounds a task's recent launches (a task that never reports run
@@ -119,10 +136,12 @@ type gpu struct {
 	// lpInWindow: low-priority work was granted since the holders last
 	// launched, so the holders' next kernel pays a context switch back.
 	lpInWindow bool
-	idle       bool   // holders idle: low priority runs within the budget
-	opp        uint64 // fill opportunities so far (windows, idle periods)
-	idleCap    int64  // the idle period's low-priority backlog cap
-	idleSince  int64  // when the idle period began
+	// windowGrants: grants into the current window (Stats.ShortGapFills).
+	windowGrants uint64
+	idle         bool   // holders idle: low priority runs within the budget
+	opp          uint64 // fill opportunities so far (windows, idle periods)
+	idleCap      int64  // the idle period's low-priority backlog cap
+	idleSince    int64  // when the idle period began
 	// levelAt[p] is the latest launch (or launch request) of a holder of
 	// priority p the core knows of: what a waiter's permission was given
 	// against (Gate.Seen).

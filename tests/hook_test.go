@@ -247,6 +247,12 @@ func TestHookProfilingAccuracy(t *testing.T) {
 					if gr > 0 {
 						worstGap = math.Max(worstGap, 100*math.Abs(gm/gr-1))
 					}
+					// The profile's gaps are held to 10 % + 10 µs of the
+					// truth (issue 28: the hook keeps runs whose stalls can
+					// move a gap's mean by up to 2 µs).
+					if math.Abs(gm-gr) > 0.10*gr+10_000 {
+						t.Errorf("%s (%x): mean measured gap %.0f ns, the timeline's %.0f ns", p.name, id, gm, gr)
+					}
 				}
 				label := p.name
 				if p.first {

@@ -67,16 +67,17 @@ func (d *daemonProc) stop(t testing.TB) cmdResult {
 // statusJSON is the subset of `fikit status --json` the tests read.
 type statusJSON struct {
 	Tasks []struct {
-		ID       uint32 `json:"id"`
-		Verified bool   `json:"pid_verified"`
-		Key      string `json:"task_key"`
-		Priority int    `json:"priority"`
-		GPU      string `json:"gpu"`
-		Model    string `json:"model"`
-		Role     string `json:"role"`
-		Phase    string `json:"phase"`
-		PID      int    `json:"pid"`
-		Runs     int    `json:"profiled_runs"`
+		ID             uint32 `json:"id"`
+		Verified       bool   `json:"pid_verified"`
+		Key            string `json:"task_key"`
+		Priority       int    `json:"priority"`
+		GPU            string `json:"gpu"`
+		Model          string `json:"model"`
+		Role           string `json:"role"`
+		Phase          string `json:"phase"`
+		PID            int    `json:"pid"`
+		Runs           int    `json:"profiled_runs"`
+		ProfileVersion int    `json:"profile_version"`
 	} `json:"tasks"`
 }
 

@@ -131,6 +131,7 @@ func invalidCases() []invalidCase {
 	add("measurements_records_array16_huge", malformed, "9501040101", "dcffff", "9401020300")
 	add("run_end_reason_0", rng, "980105010203040007")
 	add("run_end_reason_6", rng, "980105010203040607")
+	add("run_end_unmeasured_5", rng, "9a01050102030401070005")
 	add("run_end_missing_reason", missing, "960105", "01020304")
 	add("heartbeat_missing_task", missing, "920106")
 	add("heartbeat_task_str", malformed, "930106a131")

@@ -4,8 +4,8 @@ import "math"
 
 // Message is one of the protocol's messages: Register, LaunchNotify,
 // LaunchRequest, Measurements, RunEnd, Heartbeat, Goodbye, KernelInfo,
-// LaunchBatch (hook → daemon) and RegisterAck, Grant, Hold, State, Error
-// (daemon → hook).
+// LaunchBatch, Flush (hook → daemon) and RegisterAck, Grant, Hold, State,
+// Error, Flushed (daemon → hook).
 //
 // Both a message value and a pointer to it are Messages; decoders return
 // pointers (*LaunchNotify, …), so type switches over decoded messages use the
@@ -33,6 +33,7 @@ func (m Heartbeat) Task() uint32     { return m.TaskID }
 func (m Goodbye) Task() uint32       { return m.TaskID }
 func (m KernelInfo) Task() uint32    { return m.TaskID }
 func (m LaunchBatch) Task() uint32   { return m.TaskID }
+func (m Flush) Task() uint32         { return m.TaskID }
 
 func (m LaunchNotify) AuthToken() uint64  { return m.Token }
 func (m LaunchRequest) AuthToken() uint64 { return m.Token }
@@ -42,6 +43,7 @@ func (m Heartbeat) AuthToken() uint64     { return m.Token }
 func (m Goodbye) AuthToken() uint64       { return m.Token }
 func (m KernelInfo) AuthToken() uint64    { return m.Token }
 func (m LaunchBatch) AuthToken() uint64   { return m.Token }
+func (m Flush) AuthToken() uint64         { return m.Token }
 
 // HookSendsToken is a Register's hook_flags bit: the hook sends the token
 // of its RegisterAck on every message about the task, so the daemon may
@@ -122,6 +124,9 @@ type RunEnd struct {
 	// saw of it (a hook that re-registered mid-run, lost reports). 0: unknown.
 	LastSeq uint32
 	Token   uint64 // the task's RegisterAck token (optional field)
+	// Unmeasured says why a run the hook measured carries no measurements
+	// (optional field; 0: measured and sent, or not measured).
+	Unmeasured Unmeasured
 }
 
 // Heartbeat tells the daemon the task is alive (type 6).
@@ -153,6 +158,11 @@ type RegisterAck struct {
 	// Token is the task's secret for this registration (0: none): a
 	// hook that said HookSendsToken puts it on every message about the task.
 	Token uint64
+	// Sample: in the sharing phase, the hook measures one run in Sample
+	// (0: none, 1: every run) and sends its measurements, so the daemon
+	// sees when the profile stops being true (optional field;
+	// docs/scheduler.md "Drift").
+	Sample uint32
 }
 
 // Grant lets a waiter launch (type 9).
@@ -189,6 +199,7 @@ type State struct {
 	Phase  Phase
 	Credit uint32
 	Gate
+	Sample uint32 // as RegisterAck's (optional field)
 }
 
 // Error reports a problem with a message the daemon received (type 12).
@@ -223,6 +234,21 @@ type LaunchBatch struct {
 	BaseNS   uint64 // CLOCK_MONOTONIC of the first launch
 	Launches []Launch
 	Token    uint64 // the task's RegisterAck token (optional field)
+}
+
+// Flush asks the daemon to say when everything the hook sent about the task
+// before it is durable (type 15): its runs decided, and a profile they
+// changed written to the store. fikit_flush() sends it.
+type Flush struct {
+	TaskID uint32
+	Seq    uint32 // the hook's flush counter, echoed in Flushed
+	Token  uint64 // the task's RegisterAck token (optional field)
+}
+
+// Flushed answers Flush (type 16).
+type Flushed struct {
+	TaskID uint32
+	Seq    uint32 // Flush.Seq echoed
 }
 
 // Launch is one launch of a LaunchBatch.
@@ -262,7 +288,7 @@ type field struct {
 const BoardGPUs = 16
 
 // maxFields is the largest number of fields of any type.
-const maxFields = 10
+const maxFields = 11
 
 func u8(name string) field                  { return field{name: name, kind: kUint, hi: math.MaxUint8} }
 func u32(name string) field                 { return field{name: name, kind: kUint, hi: math.MaxUint32} }
@@ -355,6 +381,8 @@ const (
 	TypeError         Type = 12
 	TypeKernelInfo    Type = 13
 	TypeLaunchBatch   Type = 14
+	TypeFlush         Type = 15
+	TypeFlushed       Type = 16
 )
 
 //go:generate go run ./internal/wiregen
@@ -370,25 +398,32 @@ var messages = [...]messageDef{
 	TypeMeasurements: def[Measurements]("Measurements", ToDaemon, u32("task_id"), u32("run"),
 		field{name: "records", kind: kRecords}, tokenField),
 	TypeRunEnd: def[RunEnd]("RunEnd", ToDaemon, u32("task_id"), u32("run"), u32("kernels"), u64("run_ns"),
-		enum("reason", uint64(ReasonStreamSync), uint64(ReasonExplicit)), u32("last_seq"), tokenField),
+		enum("reason", uint64(ReasonStreamSync), uint64(ReasonExplicit)), u32("last_seq"), tokenField,
+		optional(enum("unmeasured", 0, uint64(UnmeasuredStopped)))).
+		about("unmeasured: why a measured run carries no records"),
 	TypeHeartbeat: def[Heartbeat]("Heartbeat", ToDaemon, u32("task_id"), tokenField),
 	TypeGoodbye:   def[Goodbye]("Goodbye", ToDaemon, u32("task_id"), tokenField),
 	TypeRegisterAck: def[RegisterAck]("RegisterAck", ToHook, u32("seq"), u32("task_id"), roleField, phaseField,
 		u32("profile_runs"), u32("heartbeat_ms"), optional(str("board")), optional(u64("board_gen")),
-		optional(enum("board_gpu", 0, BoardGPUs-1)), tokenField).about("the board: see Board"),
+		optional(enum("board_gpu", 0, BoardGPUs-1)), tokenField, optional(u32("sample"))).
+		about("the board: see Board; sample: measure one sharing run in this many"),
 	TypeGrant: def[Grant]("Grant", ToHook, u32("task_id"), u32("seq"), u32("credit"), optional(u64("seen_ns")),
 		optional(u64("expires_ns"))).about("seen_ns and expires_ns: the gate"),
 	TypeHold: def[Hold]("Hold", ToHook, u32("task_id"), u32("seq")).about("still queued: keep waiting, reset the timeout"),
 	TypeState: def[State]("State", ToHook, u32("task_id"), roleField, phaseField, u32("credit"),
-		optional(u64("seen_ns")), optional(u64("expires_ns"))).about("unsolicited change"),
+		optional(u64("seen_ns")), optional(u64("expires_ns")), optional(u32("sample"))).about("unsolicited change"),
 	TypeError: def[Error]("Error", ToHook, enum("code", uint64(CodeUnknownTask), uint64(CodeOverloaded)),
 		u32("task_id"), str("message")),
 	TypeKernelInfo: def[KernelInfo]("KernelInfo", ToDaemon, u32("task_id"), u64("kernel_id"), cut(str("name")),
 		field{name: "grid", kind: kTriple}, field{name: "block", kind: kTriple}, tokenField).
-		about("once per kernel ID per registration while profiling; a name too long is cut"),
+		about("once per kernel ID per registration while measuring; a name too long is cut"),
 	TypeLaunchBatch: def[LaunchBatch]("LaunchBatch", ToDaemon, u32("task_id"), u32("seq"), u64("base_ns"),
 		field{name: "launches", kind: kLaunches}, tokenField).
 		about("consecutive launches (seq, seq+1, …) reported after the fact; launch i happened at `base_ns + offset_ns` on the hook's CLOCK_MONOTONIC"),
+	TypeFlush: def[Flush]("Flush", ToDaemon, u32("task_id"), u32("seq"), tokenField).
+		about("`fikit_flush()`: answer Flushed once what came before is durable"),
+	TypeFlushed: def[Flushed]("Flushed", ToHook, u32("task_id"), u32("seq")).
+		about("everything the hook sent before Flush seq is decided and stored"),
 }
 
 // Record flags: the only u8 inside records.
@@ -451,11 +486,11 @@ func (m RunEnd) Type() Type { return TypeRunEnd }
 func (m RunEnd) put(v *values) {
 	v.u[0], v.u[1], v.u[2], v.u[3], v.u[4], v.u[5] = uint64(m.TaskID), uint64(m.Run), uint64(m.Kernels), m.RunNS,
 		uint64(m.Reason), uint64(m.LastSeq)
-	v.u[6] = m.Token
+	v.u[6], v.u[7] = m.Token, uint64(m.Unmeasured)
 }
 func (m *RunEnd) get(v *values) {
 	*m = RunEnd{TaskID: uint32(v.u[0]), Run: uint32(v.u[1]), Kernels: uint32(v.u[2]), RunNS: v.u[3],
-		Reason: RunEndReason(v.u[4]), LastSeq: uint32(v.u[5]), Token: v.u[6]}
+		Reason: RunEndReason(v.u[4]), LastSeq: uint32(v.u[5]), Token: v.u[6], Unmeasured: Unmeasured(v.u[7])}
 }
 
 func (m Heartbeat) Type() Type     { return TypeHeartbeat }
@@ -474,12 +509,12 @@ func (m KernelInfo) Type() Type    { return TypeKernelInfo }
 func (m RegisterAck) put(v *values) {
 	v.u[0], v.u[1], v.u[2], v.u[3], v.u[4], v.u[5] = uint64(m.Seq), uint64(m.TaskID), uint64(m.Role),
 		uint64(m.Phase), uint64(m.ProfileRuns), uint64(m.HeartbeatMS)
-	v.s[6], v.u[7], v.u[8], v.u[9] = m.Board, m.BoardGen, uint64(m.BoardGPU), m.Token
+	v.s[6], v.u[7], v.u[8], v.u[9], v.u[10] = m.Board, m.BoardGen, uint64(m.BoardGPU), m.Token, uint64(m.Sample)
 }
 func (m *RegisterAck) get(v *values) {
 	*m = RegisterAck{Seq: uint32(v.u[0]), TaskID: uint32(v.u[1]), Role: Role(v.u[2]), Phase: Phase(v.u[3]),
 		ProfileRuns: uint32(v.u[4]), HeartbeatMS: uint32(v.u[5]), Board: v.s[6], BoardGen: v.u[7],
-		BoardGPU: uint8(v.u[8]), Token: v.u[9]}
+		BoardGPU: uint8(v.u[8]), Token: v.u[9], Sample: uint32(v.u[10])}
 }
 
 func (m Grant) put(v *values) {
@@ -495,11 +530,11 @@ func (m *Hold) get(v *values) { *m = Hold{TaskID: uint32(v.u[0]), Seq: uint32(v.
 
 func (m State) put(v *values) {
 	v.u[0], v.u[1], v.u[2], v.u[3] = uint64(m.TaskID), uint64(m.Role), uint64(m.Phase), uint64(m.Credit)
-	v.u[4], v.u[5] = m.SeenNS, m.ExpiresNS
+	v.u[4], v.u[5], v.u[6] = m.SeenNS, m.ExpiresNS, uint64(m.Sample)
 }
 func (m *State) get(v *values) {
 	*m = State{TaskID: uint32(v.u[0]), Role: Role(v.u[1]), Phase: Phase(v.u[2]), Credit: uint32(v.u[3]),
-		Gate: Gate{SeenNS: v.u[4], ExpiresNS: v.u[5]}}
+		Gate: Gate{SeenNS: v.u[4], ExpiresNS: v.u[5]}, Sample: uint32(v.u[6])}
 }
 
 func (m Error) put(v *values) { v.u[0], v.u[1], v.s[2] = uint64(m.Code), uint64(m.TaskID), m.Message }
@@ -521,6 +556,15 @@ func (m LaunchBatch) put(v *values) {
 func (m *LaunchBatch) get(v *values) {
 	*m = LaunchBatch{TaskID: uint32(v.u[0]), Seq: uint32(v.u[1]), BaseNS: v.u[2], Launches: v.l, Token: v.u[4]}
 }
+
+func (m Flush) Type() Type    { return TypeFlush }
+func (m Flush) put(v *values) { v.u[0], v.u[1], v.u[2] = uint64(m.TaskID), uint64(m.Seq), m.Token }
+func (m *Flush) get(v *values) {
+	*m = Flush{TaskID: uint32(v.u[0]), Seq: uint32(v.u[1]), Token: v.u[2]}
+}
+func (m Flushed) Type() Type     { return TypeFlushed }
+func (m Flushed) put(v *values)  { v.u[0], v.u[1] = uint64(m.TaskID), uint64(m.Seq) }
+func (m *Flushed) get(v *values) { *m = Flushed{TaskID: uint32(v.u[0]), Seq: uint32(v.u[1])} }
 
 // newMessage returns a pointer to a new zero message of type t, which must be
 // valid.

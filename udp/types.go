@@ -109,6 +109,44 @@ func (r RunEndReason) String() string {
 	return "RunEndReason(" + strconv.Itoa(int(r)) + ")"
 }
 
+// Unmeasured says why a run the hook measured (a profiling run, or a
+// sampled run of the sharing phase) carries no measurements (RunEnd's
+// unmeasured field); 0 for a run that was not measured or whose records
+// were sent.
+type Unmeasured uint8
+
+const (
+	// UnmeasuredStalled: a launch call stalled (preemption, a driver stall)
+	// while the device idled, before its kernel ID had a whole measurement
+	// to stand in for it.
+	UnmeasuredStalled Unmeasured = 1
+	// UnmeasuredUncertain: a stalled launch left where a kernel started a
+	// guess off by more than the hook's accuracy budget.
+	UnmeasuredUncertain Unmeasured = 2
+	// UnmeasuredNoEvents: a kernel had no event pair (the pool ran out, an
+	// event call failed, memory ran out).
+	UnmeasuredNoEvents Unmeasured = 3
+	// UnmeasuredStopped: measurement stopped during the run (the phase or
+	// sampling changed).
+	UnmeasuredStopped Unmeasured = 4
+)
+
+func (u Unmeasured) String() string {
+	switch u {
+	case 0:
+		return "none"
+	case UnmeasuredStalled:
+		return "stalled"
+	case UnmeasuredUncertain:
+		return "uncertain"
+	case UnmeasuredNoEvents:
+		return "no-events"
+	case UnmeasuredStopped:
+		return "stopped"
+	}
+	return "Unmeasured(" + strconv.Itoa(int(u)) + ")"
+}
+
 // ErrorCode is the code of an Error message.
 type ErrorCode uint8
 

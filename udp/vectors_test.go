@@ -127,10 +127,25 @@ func vectorCases() []vector {
 		HeartbeatMS: 1000, Token: 0x8badf00ddeadbeef})
 	add("register_ack_board_token", RegisterAck{Seq: 1, TaskID: 2, Role: RoleHolder, Phase: PhaseSharing,
 		Board: "b", BoardGen: 7, BoardGPU: 1, Token: 1})
+	add("register_ack_sample", RegisterAck{Seq: 1, TaskID: 2, Role: RoleHolder, Phase: PhaseSharing, ProfileRuns: 100,
+		HeartbeatMS: 20, Board: "b", BoardGen: 7, BoardGPU: 1, Token: 1, Sample: 16})
+	add("register_ack_sample_no_board", RegisterAck{Seq: 1, TaskID: 2, Role: RoleHolder, Phase: PhaseSharing, ProfileRuns: 100,
+		HeartbeatMS: 20, Sample: 1})
 	add("launch_notify_token", LaunchNotify{TaskID: 3, Seq: 9, KernelID: 0x1a60b5313197dee7, Token: 0xfedcba9876543210})
 	add("launch_request_token", LaunchRequest{TaskID: 3, Seq: 10, KernelID: 5, Token: 42})
 	add("measurements_token", Measurements{TaskID: 3, Run: 2, Records: []Record{{KernelID: 1, DurationNS: 2, GapNS: 3}}, Token: 1 << 40})
 	add("run_end_token", RunEnd{TaskID: 3, Run: 2, Kernels: 1, RunNS: 100, Reason: ReasonStreamSync, LastSeq: 9, Token: 77})
+	for u := UnmeasuredStalled; u <= UnmeasuredStopped; u++ {
+		add(fmt.Sprintf("run_end_unmeasured_%d", u), RunEnd{TaskID: 3, Run: 4, Kernels: 7, RunNS: 100, Reason: ReasonStreamSync,
+			LastSeq: 30, Token: 77, Unmeasured: u})
+	}
+	add("run_end_unmeasured_no_token", RunEnd{TaskID: 3, Run: 4, Kernels: 7, RunNS: 100, Reason: ReasonStreamSync,
+		LastSeq: 30, Unmeasured: UnmeasuredUncertain})
+	add("flush", Flush{TaskID: 3, Seq: 1})
+	add("flush_token", Flush{TaskID: 3, Seq: 2, Token: 77})
+	add("flush_max", Flush{TaskID: math.MaxUint32, Seq: math.MaxUint32, Token: math.MaxUint64})
+	add("flushed", Flushed{TaskID: 3, Seq: 2})
+	add("flushed_max", Flushed{TaskID: math.MaxUint32, Seq: math.MaxUint32})
 	add("heartbeat_token", Heartbeat{TaskID: 3, Token: math.MaxUint64})
 	add("goodbye_token", Goodbye{TaskID: 3, Token: 1})
 	add("kernel_info_token", KernelInfo{TaskID: 3, KernelID: 5, Name: "k", Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1}, Token: 99})
@@ -163,6 +178,8 @@ func vectorCases() []vector {
 	add("state_revoke", State{TaskID: 4, Role: RoleWaiter, Phase: PhaseSharing, Credit: 0})
 	add("state_max", State{TaskID: math.MaxUint32, Role: RoleWaiter, Phase: PhaseSharing, Credit: math.MaxUint32})
 	add("state_gate", State{TaskID: 4, Role: RoleHolder, Phase: PhaseSharing, Gate: Gate{SeenNS: 987654321, ExpiresNS: 0}})
+	add("state_sample", State{TaskID: 4, Role: RoleHolder, Phase: PhaseSharing, Sample: 16})
+	add("state_sample_every", State{TaskID: 4, Role: RoleHolder, Phase: PhaseSharing, Credit: 3, Sample: 1})
 	add("state_credit_gate", State{TaskID: 4, Role: RoleWaiter, Phase: PhaseSharing, Credit: 8,
 		Gate: Gate{SeenNS: 5, ExpiresNS: 6000000}})
 
@@ -229,8 +246,8 @@ func decodeOnlyCases() []struct{ name, text, hex string } {
 		{"extra_nested_deep", "Heartbeat task_id=1 token=0", "95010601" + "00" + strings.Repeat("91", 300) + "00"},
 		{"extra_many", "Goodbye task_id=1", "dc00100107" + "01" + strings.Repeat("00", 13)},
 		{"register_ack_extra", "RegisterAck seq=1 task_id=1 role=1 phase=1 profile_runs=100 heartbeat_ms=1000",
-			"9d0108010101016" + "4cd03e8" + "a0" + "00" + "00" + "00" + "a46e657721"},
-		{"state_extra", "State task_id=4 role=2 phase=2 credit=0", "99010b04020200" + "0000" + "9100"},
+			"9e0108010101016" + "4cd03e8" + "a0" + "00" + "00" + "00" + "00" + "a46e657721"},
+		{"state_extra", "State task_id=4 role=2 phase=2 credit=0", "9a010b04020200" + "0000" + "00" + "9100"},
 		{"error_extra", "Error code=1 task_id=12 message=\"\"", "96010c010ca0c0"},
 		{"record_extra_elements", "Measurements task_id=1 run=1 records=[[1,2,3,0];[4,5,6,1]]",
 			"95010401019295010203" + "00" + "c0" + "9404050601"},

@@ -11,6 +11,16 @@ package main
 typedef struct fk_totals { uint64_t kernels; int64_t busy_ns; int64_t blocked_ns; } fk_totals;
 typedef int (*fk_totals_fn)(fk_totals *);
 
+// The hook's flush (hookclient/README.md "Flush"), found at run time: 0
+// flushed, -1 not confirmed, -2 no hook.
+typedef int (*fk_flush_fn)(void);
+
+static int fk_flush(void)
+{
+	fk_flush_fn fn = (fk_flush_fn)dlsym(RTLD_DEFAULT, "fikit_flush");
+	return fn ? fn() : -2;
+}
+
 // Stream capture and graph launch (gorgonia.org/cu has neither): calls into
 // the driver the loader found, so an LD_PRELOAD hook sees them.
 static CUresult fk_begin_capture(CUstream s) { return cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL); }
@@ -214,4 +224,17 @@ func (d *cudaDevice) Totals() (replay.DeviceTotals, bool) {
 		return replay.DeviceTotals{}, false
 	}
 	return replay.DeviceTotals{Kernels: uint64(t.kernels), BusyNs: int64(t.busy_ns), BlockedNs: int64(t.blocked_ns)}, true
+}
+
+// Flush asks fikit's hook, when it is loaded (LD_PRELOAD), to ship what it
+// measured and wait for the daemon to have it: this process ends with Go's
+// exit, which runs no atexit handler.
+func (d *cudaDevice) Flush() (hooked, ok bool) {
+	switch C.fk_flush() {
+	case -2:
+		return false, false
+	case 0:
+		return true, true
+	}
+	return true, false
 }

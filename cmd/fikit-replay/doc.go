@@ -19,6 +19,16 @@
 // back, then DUR of idle host time after the burst's last run, then the next
 // burst (the bench's bursty high-priority service).
 //
+// --change-at N makes the service drift from its profile from measured run
+// N on: --change-duration F scales every kernel's duration (the same kernel
+// IDs, as after a clock or driver change), --change-grid G multiplies every
+// grid's x (new kernel IDs, as after a batch size change).
+//
+// Under fikit's hook the replayer calls the hook's fikit_flush() (found
+// with dlsym, so it runs the same without the hook) after its last run and
+// before it releases its context: a Go program's exit runs no atexit
+// handler, and the hook's measurements of the last run were lost.
+//
 // Output with --json, one JSON object per line: per measured run
 // {"run":i,"start_ns":…,"jct_ns":…,"kernels":…} (start_ns is CLOCK_MONOTONIC,
 // the time base of simgpu's timeline; open-loop runs add "wait_ns", how long

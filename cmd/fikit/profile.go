@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -275,15 +276,34 @@ type showKernel struct {
 // "p90_duration_ns", "mean_gap_ns" and "p90_gap_ns". Other members are
 // extras.
 type showProfile struct {
-	TaskKey       string       `json:"task_key"`
-	GPU           string       `json:"gpu"`
-	Phase         string       `json:"phase"`
-	Runs          uint32       `json:"runs"`
-	TargetRuns    uint32       `json:"target_runs"`
-	DiscardedRuns uint32       `json:"discarded_runs"`
-	MeanRunNs     float64      `json:"mean_run_ns"`
-	P90RunNs      float64      `json:"p90_run_ns"`
-	Kernels       []showKernel `json:"kernels"`
+	TaskKey       string  `json:"task_key"`
+	GPU           string  `json:"gpu"`
+	Phase         string  `json:"phase"`
+	Runs          uint32  `json:"runs"`
+	TargetRuns    uint32  `json:"target_runs"`
+	DiscardedRuns uint32  `json:"discarded_runs"`
+	MeanRunNs     float64 `json:"mean_run_ns"`
+	P90RunNs      float64 `json:"p90_run_ns"`
+	// Discards are discarded_runs by reason (profiler.DiscardReason's
+	// names; "unclassified": runs discarded before reasons were kept).
+	Discards map[string]uint32 `json:"discards"`
+	// ProfileVersion is this profile's version, Reason why it came, and
+	// Versions every completed version, when and why it came.
+	ProfileVersion uint32        `json:"profile_version"`
+	Reason         string        `json:"reason"`
+	Versions       []showVersion `json:"versions"`
+	Kernels        []showKernel  `json:"kernels"`
+}
+
+// showVersion is one version of a profile in `profile show --json`.
+type showVersion struct {
+	Version   uint32  `json:"version"`
+	Time      string  `json:"time"` // RFC 3339, "" if unknown
+	UnixNs    int64   `json:"unix_ns"`
+	Reason    string  `json:"reason"`
+	Runs      uint32  `json:"runs"`
+	Discarded uint32  `json:"discarded_runs"`
+	MeanRunNs float64 `json:"mean_run_ns"`
 }
 
 // byTotalTime returns the kernels by decreasing total time, then ID.
@@ -310,6 +330,18 @@ func profileShow(c *cli.Context, args []string) error {
 			TaskKey: p.TaskKey, GPU: p.GPU, Phase: p.Phase.String(),
 			Runs: p.Runs, TargetRuns: p.TargetRuns, DiscardedRuns: p.DiscardedRuns,
 			MeanRunNs: p.MeanJCT(), P90RunNs: p.P90JCT(), Kernels: []showKernel{},
+			Discards: p.Discards.Map(), ProfileVersion: p.Version, Reason: p.Reason, Versions: []showVersion{},
+		}
+		if u := p.Unclassified(); u > 0 {
+			out.Discards["unclassified"] = u
+		}
+		for _, h := range p.History {
+			v := showVersion{Version: h.Version, UnixNs: h.UnixNs, Reason: h.Reason, Runs: h.Runs, Discarded: h.Discarded,
+				MeanRunNs: h.MeanRunNs}
+			if h.UnixNs > 0 {
+				v.Time = time.Unix(0, h.UnixNs).UTC().Format(time.RFC3339)
+			}
+			out.Versions = append(out.Versions, v)
 		}
 		var total float64
 		for _, k := range byTotalTime(p) {
@@ -327,7 +359,17 @@ func profileShow(c *cli.Context, args []string) error {
 		}
 		w := c.App.Writer
 		fmt.Fprintf(w, "task key  %s\ngpu       %s\n", p.TaskKey, p.GPU)
-		fmt.Fprintf(w, "phase     %s, %d of %d runs (%d discarded)\n", p.Phase, p.Runs, p.TargetRuns, p.DiscardedRuns)
+		fmt.Fprintf(w, "phase     %s, %d of %d runs (%d discarded%s)\n", p.Phase, p.Runs, p.TargetRuns, p.DiscardedRuns,
+			discardsText(out.Discards))
+		fmt.Fprintf(w, "version   %d%s\n", p.Version, reasonText(p.Reason))
+		for _, v := range out.Versions {
+			when := v.Time
+			if when == "" {
+				when = "time unknown"
+			}
+			fmt.Fprintf(w, "  v%d  %s  %d runs, %d discarded, mean run %s  %s\n", v.Version, when, v.Runs, v.Discarded,
+				fmtNs(v.MeanRunNs), v.Reason)
+		}
 		fmt.Fprintf(w, "run time  mean %s, p90 %s\n", fmtNs(p.MeanJCT()), fmtNs(p.P90JCT()))
 		fmt.Fprintf(w, "kernels   %d distinct, mean %s, p90 %s; gaps median %s, p90 %s\n\n",
 			len(p.Kernels), fmtNs(p.Duration.Mean), fmtNs(p.Duration.P90), fmtNs(p.TypicalGap()), fmtNs(p.Gap.P90))
@@ -597,4 +639,28 @@ func shorten(name string, wide bool) string {
 		return string(r[:max-1]) + "…"
 	}
 	return name
+}
+
+// discardsText is ": overlap 2, hook_uncertain 1" (nothing without discards).
+func discardsText(d map[string]uint32) string {
+	if len(d) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(d))
+	for k := range d {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		parts[i] = fmt.Sprintf("%s %d", k, d[k])
+	}
+	return ": " + strings.Join(parts, ", ")
+}
+
+func reasonText(r string) string {
+	if r == "" {
+		return ""
+	}
+	return " (" + r + ")"
 }

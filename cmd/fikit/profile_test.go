@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fikit/fikit/kernelid"
 	"github.com/fikit/fikit/profiler"
@@ -360,6 +361,52 @@ func TestFmtNs(t *testing.T) {
 	for ns, want := range map[float64]string{0: "0ns", 999: "999ns", 1000: "1.00µs", 12345: "12.3µs", 123456: "123µs", 1.5e6: "1.50ms", 2e9: "2.00s"} {
 		if got := fmtNs(ns); got != want {
 			t.Errorf("fmtNs(%v) = %q, want %q", ns, got, want)
+		}
+	}
+}
+
+// `profile show` lists a profile's versions, when and why each came, and
+// its discarded runs by reason.
+func TestProfileShowVersions(t *testing.T) {
+	dir := t.TempDir()
+	v1 := testProfile(t, "svc", "GPU", 1, false)
+	v1.StampHistory(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
+	b, err := profiler.NewVersion(v1, "drift: kernel durations +30%, 3 sampled runs in a row", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.AddRecords(1, []profiler.Record{{KernelID: 1, DurationNs: 1, Flags: profiler.FlagGapSpansRunEnd}})
+	b.EndRunWhy(1, 1, 10, profiler.DiscardUncertain)
+	for run := uint32(2); !b.Complete(); run++ {
+		b.AddRecords(run, []profiler.Record{{KernelID: 1, DurationNs: 1300, Flags: profiler.FlagGapSpansRunEnd}})
+		b.EndRun(run, 1, 5000, true)
+	}
+	v2 := b.Profile()
+	v2.StampHistory(time.Date(2026, 2, 3, 4, 5, 6, 0, time.UTC).UnixNano())
+	seed(t, dir, v2)
+	var show struct {
+		Version  uint32            `json:"profile_version"`
+		Reason   string            `json:"reason"`
+		Discards map[string]uint32 `json:"discards"`
+		Versions []struct {
+			Version uint32 `json:"version"`
+			Time    string `json:"time"`
+			Reason  string `json:"reason"`
+			Runs    uint32 `json:"runs"`
+		} `json:"versions"`
+	}
+	if err := json.Unmarshal([]byte(mustFikit(t, "profile", "show", "svc", "--json", "--data-dir", dir)), &show); err != nil {
+		t.Fatal(err)
+	}
+	if show.Version != 2 || !strings.HasPrefix(show.Reason, "drift:") || show.Discards["hook_uncertain"] != 1 ||
+		len(show.Versions) != 2 || show.Versions[0].Time != "2026-01-02T03:04:05Z" || show.Versions[0].Reason != "new service" ||
+		show.Versions[1].Version != 2 || show.Versions[1].Time != "2026-02-03T04:05:06Z" || show.Versions[1].Runs != 10 {
+		t.Fatalf("show --json: %+v", show)
+	}
+	table := mustFikit(t, "profile", "show", "svc", "--data-dir", dir)
+	for _, want := range []string{"version   2 (drift: kernel durations +30%", "v1  2026-01-02T03:04:05Z", "hook_uncertain 1"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("show table lacks %q:\n%s", want, table)
 		}
 	}
 }

@@ -25,7 +25,8 @@
  *	granted task=0 seq=N asks=K above=… at=…
  *	gate-closed task=0 seq-now=N at=…
  *	refused [task=0 seq=N gen=G] why="…" at=…
- *	run-end task=0 kernels=K run-ns=… reason=R last-seq=S at=…
+ *	run-end task=0 kernels=K run-ns=… reason=R last-seq=S [measured=0 unmeasured=U] at=…
+ *	flush until=… at=…              fikit_flush(): what was measured is shipped
  *	exit at=…
  *	leave task=0 at=…               the task's process hit a sticky device error
  *	fork pid=N
@@ -34,7 +35,7 @@
  * Actions print as: view task=T <fields that changed> | send task=T
  * <Message> | start | wake | registered | wait seq= until= | go seq=
  * granted|open | reask seq= | records run= who=ID/TOKEN gen= runs= | log
- * <level> <text>.
+ * <level> <text> | flushed ok|failed.
  *
  * FIKIT_REWRITE=1 rewrites the expected outputs from what the core does
  * (read the diff before committing it). */
@@ -122,6 +123,10 @@ static void print_view(int ti, int all)
 		emit(" expires=%s", fmt_t(v->gate_expires));
 	if (all || v->backoff_until != s->backoff_until)
 		emit(" backoff-until=%s", fmt_t(v->backoff_until));
+	if (all || v->sample != s->sample)
+		emit(" sample=%" PRIu32, v->sample);
+	if (all || v->profile_runs != s->profile_runs)
+		emit(" profile-runs=%" PRIu32, v->profile_runs);
 	emit("\n");
 	shown[ti] = *v;
 }
@@ -167,6 +172,9 @@ static void print_acts(const fk_acts *a)
 			break;
 		case FK_ACT_LOG:
 			emit("log %s %s\n", level_name[x->level], x->text);
+			break;
+		case FK_ACT_FLUSHED:
+			emit("flushed %s\n", x->granted ? "ok" : "failed");
 			break;
 		default:
 			emit("? action %d\n", x->type);
@@ -357,6 +365,11 @@ static void run(char *line)
 		ev.run_ns = dur(&a, "run-ns", 0);
 		ev.reason = (uint8_t)num(&a, "reason", FK_RUN_END_STREAM_SYNC);
 		ev.last_seq = (uint32_t)num(&a, "last-seq", 0);
+		ev.measured = (int)num(&a, "measured", 1);
+		ev.unmeasured = (uint8_t)num(&a, "unmeasured", 0);
+	} else if (!strcmp(cmd, "flush")) {
+		ev.type = FK_EV_FLUSH;
+		ev.until = dur(&a, "until", 0);
 	} else if (!strcmp(cmd, "exit")) {
 		ev.type = FK_EV_EXIT;
 	} else if (!strcmp(cmd, "leave")) {

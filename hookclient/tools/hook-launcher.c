@@ -15,7 +15,10 @@
  * graph-build, threads (two threads at once; threadsN: N of them), fork (a child process
  * mid-run), exit-run (direct, and one more run from an atexit handler that
  * runs after the hook's: a framework's teardown, such as a C++ static
- * destructor that synchronizes, after the hook said Goodbye).
+ * destructor that synchronizes, after the hook said Goodbye), flush-exit
+ * (direct, then fikit_flush() found with dlsym — "flush N" on stderr, N its
+ * result, or "flush none" without the hook — then _exit: no atexit
+ * handler), exit-now (direct, then _exit without a flush).
  *
  * Every kernel of the PTX whose first parameter is a .u64 *_ns runs for
  * DUR_NS (default 2000). Each run launches every entry once (entry i with
@@ -387,14 +390,9 @@ static void threads(int runs, int n)
 static void fork_runs(int runs)
 {
 	plain_runs("direct", 1);
-	/* gcc 12's AddressSanitizer allocator takes no lock around fork: a
-	 * child forked while another thread (the hook's sender, allocating as
-	 * the task registers) is inside malloc inherits a locked allocator and
-	 * hangs. make test-asan lets the parent settle first (docs/operations.md
-	 * "Sanitizers"); with glibc's malloc nothing waits. */
-	const char *settle = getenv("HOOK_LAUNCHER_FORK_SETTLE_MS");
-	if (settle && *settle)
-		usleep((useconds_t)atoi(settle) * 1000);
+	/* The hook's sender may be working right now: the hook parks it across
+	 * fork, so the child inherits no lock (an allocator's included) that
+	 * the sender held. */
 	pid_t pid = fork();
 	if (pid < 0) {
 		perror("fork");
@@ -448,6 +446,18 @@ int main(int argc, char **argv)
 		 * handler (atexit runs them in reverse order). */
 		atexit(exit_run);
 		path = "direct";
+	}
+	if (!strcmp(path, "flush-exit") || !strcmp(path, "exit-now")) {
+		plain_runs("direct", runs);
+		if (path[0] == 'f') {
+			/* As a program that may run without the hook finds it. */
+			int (*flush)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "fikit_flush");
+			if (flush)
+				dprintf(2, "flush %d\n", flush());
+			else
+				dprintf(2, "flush none\n");
+		}
+		_exit(0);
 	}
 	if (!strncmp(path, "graph", 5))
 		graph_runs(path, runs);

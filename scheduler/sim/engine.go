@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/fikit/fikit/profiler"
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/simgpu/devmodel"
 )
@@ -67,6 +68,7 @@ type sim struct {
 	tickAt   int64 // the core tick currently scheduled (0: none)
 	busy     map[int]int64
 	segs     []devmodel.Segment
+	drifts   []Drift
 	keepSegs bool
 }
 
@@ -197,10 +199,15 @@ func (s *sim) handle(e *event) {
 		st.run++
 		st.t0 = s.now
 		st.next = 0
+		st.kernels = st.spec.kernelsAt(int(st.run))
+		st.firstOp = 0
+		st.segFrom = len(s.segs)
+		st.started++
+		st.measured = s.core != nil && (st.phase == scheduler.PhaseProfiling || (st.sample > 0 && st.started%st.sample == 0))
 		if st.res.Span[0] < 0 {
 			st.res.Span[0] = s.now
 		}
-		s.push(&event{at: s.now + st.spec.PreNs + st.spec.Kernels[0].HostNs, kind: evLaunch, svc: st})
+		s.push(&event{at: s.now + st.spec.PreNs + st.kernels[0].HostNs, kind: evLaunch, svc: st})
 	case evLaunch:
 		s.launch(st)
 	case evGrant:
@@ -214,6 +221,7 @@ func (s *sim) handle(e *event) {
 		}
 	case evState:
 		st.role = e.state.Role
+		st.phase, st.sample = e.state.Phase, e.state.Sample
 		if e.state.Credit == 0 {
 			st.credLimit = 0
 		}
@@ -240,7 +248,7 @@ func (s *sim) handle(e *event) {
 
 // launch: the host is ready to launch the service's next kernel.
 func (s *sim) launch(st *svcState) {
-	k := st.spec.Kernels[st.next]
+	k := st.kernels[st.next]
 	st.seq++
 	if s.core == nil || st.role == scheduler.RoleHolder || st.seq <= st.credLimit {
 		if s.core != nil {
@@ -259,7 +267,7 @@ func (s *sim) launch(st *svcState) {
 // enqueue puts the service's next kernel on the device and schedules the
 // host's next step.
 func (s *sim) enqueue(st *svcState) {
-	k := st.spec.Kernels[st.next]
+	k := st.kernels[st.next]
 	seq, err := s.dev.Enqueue(st.ctx, devmodel.Op{Type: devmodel.Kernel, Stream: 1, Duration: time.Duration(k.DurationNs),
 		Tag: k.ID}, s.now)
 	if err != nil {
@@ -271,9 +279,13 @@ func (s *sim) enqueue(st *svcState) {
 		return
 	}
 	st.last = seq
+	if st.firstOp == 0 {
+		st.firstOp = seq
+	}
+	st.lastOp = seq
 	st.next++
-	if st.next < len(st.spec.Kernels) {
-		s.push(&event{at: s.now + st.spec.Kernels[st.next].HostNs, kind: evLaunch, svc: st})
+	if st.next < len(st.kernels) {
+		s.push(&event{at: s.now + st.kernels[st.next].HostNs, kind: evLaunch, svc: st})
 		return
 	}
 	st.waitSeq = seq // synchronize: the run ends when this kernel does
@@ -286,9 +298,16 @@ func (s *sim) runEnd(st *svcState, end int64) {
 	st.res.JCTs = append(st.res.JCTs, end-st.t0)
 	st.res.Starts = append(st.res.Starts, st.t0)
 	st.res.Span[1] = end
+	recs, blocked := s.runRecords(st)
+	st.res.Blocked = append(st.res.Blocked, blocked)
 	if s.core != nil {
-		s.toCore(end, scheduler.RunEnded{Now: end + int64(s.opts.NotifyLatency), Task: st.id, Run: st.run,
-			Kernels: uint32(len(st.spec.Kernels)), RunNs: end - st.t0, LastSeq: uint32(st.seq)}, int64(s.opts.NotifyLatency))
+		lat := int64(s.opts.NotifyLatency)
+		if st.measured {
+			// A hook ships a measured run's records before its run end.
+			s.toCore(end, scheduler.MeasurementsReceived{Now: end + lat, Task: st.id, Run: st.run, Records: recs}, lat)
+		}
+		s.toCore(end, scheduler.RunEnded{Now: end + lat, Task: st.id, Run: st.run,
+			Kernels: uint32(len(st.kernels)), RunNs: end - st.t0, LastSeq: uint32(st.seq)}, lat)
 	}
 	if st.spec.PostNs > 0 {
 		s.push(&event{at: end + st.spec.PostNs, kind: evPostRun, svc: st})
@@ -336,9 +355,13 @@ func (s *sim) flushCore() {
 	}
 	r := s.core.Ready()
 	half := int64(s.opts.GrantRTT) / 2
+	for _, d := range r.Drifts {
+		s.drifts = append(s.drifts, Drift{AtNs: s.now, DriftEvent: d})
+	}
 	for _, a := range r.Acks {
 		if st := s.byID[a.Task]; st != nil {
-			s.push(&event{at: s.now + half, kind: evState, svc: st, state: scheduler.StateChange{Task: a.Task, Role: a.Role, Phase: a.Phase}})
+			s.push(&event{at: s.now + half, kind: evState, svc: st, state: scheduler.StateChange{Task: a.Task, Role: a.Role,
+				Phase: a.Phase, Sample: a.Sample}})
 		}
 	}
 	for _, c := range r.States {
@@ -366,7 +389,9 @@ func (s *sim) result() *Result {
 		r.Services = append(r.Services, sv.res)
 	}
 	if s.core != nil {
-		r.Grants = s.core.Stats().Grants
+		r.Stats = s.core.Stats()
+		r.Drifts = s.drifts
+		r.Grants = r.Stats.Grants
 	}
 	if len(s.svcs) > 1 {
 		hp := s.svcs[0]
@@ -388,4 +413,45 @@ func (s *sim) result() *Result {
 		}
 	}
 	return r
+}
+
+// runRecords are the measurement records of the service's run that just
+// ended, exact from the device's segments (as its hook would measure it,
+// without the hook's own error), and the run's ground-truth interference.
+func (s *sim) runRecords(st *svcState) ([]profiler.Record, int64) {
+	type kspan struct {
+		id         uint64
+		start, end int64
+	}
+	var ks []kspan
+	var blocked int64
+	open := map[uint64]int{}
+	for _, g := range s.segs[min(st.segFrom, len(s.segs)):] {
+		if g.Ctx != st.ctx || g.Seq < st.firstOp || g.Seq > st.lastOp {
+			continue
+		}
+		blocked += int64(g.Blocked)
+		if g.Index == 0 {
+			open[g.Seq] = len(ks)
+			ks = append(ks, kspan{id: g.Tag, start: g.Start})
+		}
+		if g.Last {
+			if i, ok := open[g.Seq]; ok {
+				ks[i].end = g.End
+			}
+		}
+	}
+	if !st.measured {
+		return nil, blocked
+	}
+	recs := make([]profiler.Record, len(ks))
+	for i, k := range ks {
+		recs[i] = profiler.Record{KernelID: k.id, DurationNs: uint64(max(k.end-k.start, 0))}
+		if i+1 < len(ks) {
+			recs[i].GapNs = uint64(max(ks[i+1].start-k.end, 0))
+		} else {
+			recs[i].Flags = profiler.FlagGapSpansRunEnd
+		}
+	}
+	return recs, blocked
 }

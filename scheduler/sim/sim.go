@@ -94,8 +94,43 @@ type Service struct {
 	// Start delays the service's first arrival.
 	Start time.Duration
 	// Profile the core uses (mode Fikit); nil: the service profiles first,
-	// as a real one would.
+	// as a real one would (its runs measured exactly, as a hook would).
 	Profile *profiler.Profile
+	// Change, if set, makes the service drift from its profile mid-run.
+	Change *Change
+}
+
+// Change is how a service's kernels change from its run At (1-based) on:
+// durations scaled by DurationScale (same kernel IDs: a clock or driver
+// change), with NewIDs other kernel IDs (new grids: a batch size change),
+// host time scaled by HostScale (the service's own code got faster or
+// slower).
+type Change struct {
+	At            int
+	DurationScale float64
+	NewIDs        bool
+	HostScale     float64 // host time before each launch scaled (0: unchanged)
+}
+
+// kernelsAt are the kernels of the service's run number run (1-based).
+func (sv *Service) kernelsAt(run int) []Kernel {
+	c := sv.Change
+	if c == nil || run < c.At {
+		return sv.Kernels
+	}
+	ks := append([]Kernel(nil), sv.Kernels...)
+	for i := range ks {
+		if c.DurationScale > 0 {
+			ks[i].DurationNs = int64(float64(ks[i].DurationNs)*c.DurationScale + 0.5)
+		}
+		if c.NewIDs {
+			ks[i].ID ^= 0x9e3779b97f4a7c15
+		}
+		if c.HostScale > 0 {
+			ks[i].HostNs = int64(float64(ks[i].HostNs)*c.HostScale + 0.5)
+		}
+	}
+	return ks
 }
 
 // WakeLate is how late a real open-loop service starts its requests, at
@@ -137,8 +172,11 @@ type ServiceResult struct {
 	Runs   int
 	JCTs   []int64 // ns, one per completed run
 	Starts []int64 // run start times, ns of simulated time
-	BusyNs int64   // device time its kernels ran
-	Span   [2]int64
+	// Blocked is each run's ground-truth interference: the time its
+	// kernels were ready while the device ran other contexts or switched.
+	Blocked []int64
+	BusyNs  int64 // device time its kernels ran
+	Span    [2]int64
 }
 
 // Result is the outcome of a simulation.
@@ -152,6 +190,16 @@ type Result struct {
 	// device time, over its span, during which other services' kernels ran.
 	FillPct float64
 	Grants  uint64
+	// Stats are the core's counters at the end (mode Fikit), Drifts the
+	// core's drift events, with when they came.
+	Stats  scheduler.Stats
+	Drifts []Drift
+}
+
+// Drift is a drift the core found.
+type Drift struct {
+	AtNs int64
+	scheduler.DriftEvent
 }
 
 // Run simulates the services under opts.
@@ -219,6 +267,15 @@ type svcState struct {
 	// waitSeq: the device op whose completion ends the run (0: none).
 	waitSeq uint64
 	waiting bool // a launch request is outstanding
+	// The run's kernels (its Change applied), the device ops it enqueued,
+	// and whether it is measured (profiling, or a sampled run) as a hook
+	// measures: the core's phase and sample rate as its hook knows them.
+	kernels         []Kernel
+	firstOp, lastOp uint64
+	segFrom         int // s.segs before the run began: its segments come after
+	measured        bool
+	phase           scheduler.Phase
+	sample, started uint32
 }
 
 func (s *svcState) done() bool { return s.spec.Runs > 0 && s.res.Runs >= s.spec.Runs }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/simgpu/devmodel"
 	"github.com/fikit/fikit/simgpu/trace"
 )
@@ -162,5 +163,122 @@ func TestIdleBetweenRuns(t *testing.T) {
 				t.Errorf("the low-priority service ran %d runs beside %d high-priority ones, want ≥ %.1f each", fk.Services[1].Runs, tc.runs, tc.minLPPerHPRun)
 			}
 		})
+	}
+}
+
+// gappy is a service with fillable gaps: 12 kernels of 80–135 µs, a launch
+// every 250 µs.
+func gappy() []Kernel {
+	var ks []Kernel
+	for i := 0; i < 12; i++ {
+		ks = append(ks, Kernel{ID: uint64(100 + i), DurationNs: int64(80_000 + 5_000*i), HostNs: 250_000})
+	}
+	ks[0].HostNs = 0
+	return ks
+}
+
+// driftRun runs a high-priority service that changes at its run 100 of
+// 400 beside a closed-loop low-priority one.
+func driftRun(t *testing.T, hpKernels []Kernel, every time.Duration, ch *Change, set func(*scheduler.Config)) *Result {
+	t.Helper()
+	return driftRunOn(t, devmodel.DefaultConfig(), hpKernels, every, ch, set)
+}
+
+// driftRunOn is driftRun on device dev.
+func driftRunOn(t *testing.T, dev devmodel.Config, hpKernels []Kernel, every time.Duration, ch *Change, set func(*scheduler.Config)) *Result {
+	t.Helper()
+	hp := Service{Name: "hp", Priority: 0, Kernels: hpKernels, Every: every, Runs: 400}
+	lp := Service{Name: "lp", Priority: 5, Kernels: KernelsFromTrace(loadTrace(t, "h100/bert_2_fwd"), 5000)}
+	profile(t, dev, &hp, &lp)
+	hp.Change = ch
+	opts := DefaultOptions()
+	opts.Device = dev
+	opts.Scheduler.ProfileRuns = 20
+	if set != nil {
+		set(&opts.Scheduler)
+	}
+	r, err := Run(opts, []Service{hp, lp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// runsBefore is how many of the service's runs had ended by at.
+func runsBefore(sr ServiceResult, at int64) int {
+	n := 0
+	for i, s := range sr.Starts {
+		if s+sr.JCTs[i] <= at {
+			n++
+		}
+	}
+	return n
+}
+
+// A service whose kernels keep their IDs but run 30 % longer, and one whose
+// batch doubles (new grids: new kernel IDs), are found drifting within a
+// few runs of the change and profiled again while they share; without the
+// detection they keep the stale profile.
+func TestDriftDetectedAndProfiledAgain(t *testing.T) {
+	hpTr := loadTrace(t, "h100/resnet50_4_fwd")
+	for _, tc := range []struct {
+		name   string
+		ch     Change
+		kind   string
+		within int
+	}{
+		{"durations", Change{At: 100, DurationScale: 1.3}, scheduler.DriftTiming, 16 + 3},
+		{"batch", Change{At: 100, DurationScale: 2, NewIDs: true}, scheduler.DriftKernels, 3},
+	} {
+		r := driftRun(t, KernelsFromTrace(hpTr, 12000), 5*time.Millisecond, &tc.ch, nil)
+		if len(r.Drifts) != 1 || r.Drifts[0].Kind != tc.kind || r.Stats.ProfilesRefreshed != 1 {
+			t.Fatalf("%s: drifts %+v, refreshed %d", tc.name, r.Drifts, r.Stats.ProfilesRefreshed)
+		}
+		// Run 100 (1-based) is the first changed one: index 99.
+		after := runsBefore(r.Services[0], r.Drifts[0].AtNs) - 99
+		if after < 1 || after > tc.within {
+			t.Errorf("%s: drift found at the end of changed run %d, want 1–%d", tc.name, after, tc.within)
+		}
+		t.Logf("%s: found at the end of changed run %d: %q", tc.name, after, r.Drifts[0].Reason)
+		off := driftRun(t, KernelsFromTrace(hpTr, 12000), 5*time.Millisecond, &tc.ch, func(c *scheduler.Config) { c.DriftRuns = 0 })
+		if len(off.Drifts) != 0 || off.Stats.ProfilesRefreshed != 0 {
+			t.Errorf("%s: with --drift-runs 0: %+v", tc.name, off.Drifts)
+		}
+	}
+	// Nothing changes: no drift.
+	if r := driftRun(t, KernelsFromTrace(hpTr, 12000), 5*time.Millisecond, nil, nil); len(r.Drifts) != 0 || r.Stats.DriftSamples == 0 {
+		t.Errorf("a steady service: drifts %+v, %d samples", r.Drifts, r.Stats.DriftSamples)
+	}
+}
+
+// The online gap correction: a service whose host code gets faster leaves
+// shorter gaps than its profile says; without the correction the
+// low-priority kernels granted into them keep delaying it. On each preset
+// the interference beyond what the unchanged service pays (the switches
+// back from its fills: 25 us on legacy, 140 us on h200) shrinks by at least
+// 40 %, and the short-gap windows tenfold.
+func TestGapCorrectionCutsShortGapFills(t *testing.T) {
+	for _, preset := range []string{"legacy", "h200"} {
+		dev, err := devmodel.Preset(preset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch := &Change{At: 100, HostScale: 0.8}
+		noCorr := func(c *scheduler.Config) { c.GapEWMA = 0 }
+		base := driftRunOn(t, dev, gappy(), 6*time.Millisecond, nil, noCorr)
+		off := driftRunOn(t, dev, gappy(), 6*time.Millisecond, ch, noCorr)
+		on := driftRunOn(t, dev, gappy(), 6*time.Millisecond, ch, nil)
+		sum := func(r *Result) (b int64) {
+			for _, x := range r.Services[0].Blocked[100:] {
+				b += x
+			}
+			return b / 300
+		}
+		t.Logf("%s: short-gap windows %d → %d, high-priority blocked per run %d → %d ns (unchanged service: %d)",
+			preset, off.Stats.ShortGapWindows, on.Stats.ShortGapWindows, sum(off), sum(on), sum(base))
+		if on.Stats.ShortGapWindows*10 > off.Stats.ShortGapWindows || 10*(sum(on)-sum(base)) > 6*(sum(off)-sum(base)) {
+			t.Errorf("%s: correction: short-gap windows %d → %d, blocked %d → %d (unchanged: %d)", preset,
+				off.Stats.ShortGapWindows, on.Stats.ShortGapWindows, sum(off), sum(on), sum(base))
+		}
 	}
 }

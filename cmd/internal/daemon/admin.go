@@ -61,6 +61,11 @@ type TaskStatus struct {
 	// Verified: the registering pid was shown to own the task's socket, so
 	// only that process's sockets speak for the task (docs/security.md).
 	Verified bool `json:"pid_verified"`
+	// ProfileVersion is the version of the profile the task is scheduled
+	// by (0 while it profiles); Refreshing: it drifted from it and the next
+	// version is being measured.
+	ProfileVersion uint32 `json:"profile_version"`
+	Refreshing     bool   `json:"refreshing"`
 	// Tenant is whom its GPU time is accounted to; Weight its share among
 	// its equals, Throttled whether it waits for them to catch up, and
 	// VirtualTimeNs its GPU time used / weight as they are compared
@@ -166,6 +171,7 @@ func (s *Server) Status() Status {
 		st.Tasks = append(st.Tasks, TaskStatus{ID: uint32(t.ID), Key: t.Key, PID: t.PID, Priority: t.Priority,
 			GPU: t.GPU, Model: t.Model, Role: t.Role.String(), Phase: t.Phase.String(), Credit: t.Credit,
 			Runs: t.Runs, Waiting: t.Waiting, JCTNs: t.JCTNs, Verified: s.tasks[t.ID] != nil && s.tasks[t.ID].proven,
+			ProfileVersion: t.ProfileVersion, Refreshing: t.Refreshing,
 			Tenant: a.Owner, Weight: t.Weight, Throttled: t.Throttled, VirtualTimeNs: t.VirtualNs,
 			GPUTime: GPUTime{UsedNs: a.UsedNs, MeasuredNs: a.MeasuredNs, GrantedNs: a.GrantedNs}})
 	}

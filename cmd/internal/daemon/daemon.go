@@ -100,6 +100,8 @@ type Server struct {
 	uid        uint32             // the daemon's user
 	registered [board.GPUs]uint64 // what the board says is registered (publishRegistered)
 	acct       accounts           // GPU time of the tasks gone (accounts.go)
+	// flushes are hooks' Flush requests not answered yet (flush.go).
+	flushes []flushReq
 }
 
 // taskAddr is where a task's messages go.
@@ -175,7 +177,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("daemon: timer: %w", err)
 	}
 	s.exits = newExitWatcher(wake)
-	s.pers = newPersister(cfg.Store, cfg.Logger)
+	s.pers = newPersister(cfg.Store, cfg.Logger, wake)
 	if cfg.AdminSocket != "" {
 		if s.admin, err = newAdminServer(s, cfg.AdminSocket); err != nil {
 			conn.Close()

@@ -138,7 +138,9 @@ func (s *Server) handle(b []byte, src netip.AddrPort) {
 			s.log.Debug("run end", "t_us", now/1000, "task", m.TaskID, "run", m.Run, "kernels", m.Kernels, "run_us", m.RunNS/1000)
 		}
 		s.step(scheduler.RunEnded{Now: now, Task: scheduler.TaskID(m.TaskID), Run: m.Run, Kernels: m.Kernels,
-			RunNs: int64(min(m.RunNS, uint64(1)<<62)), LastSeq: m.LastSeq}, src)
+			RunNs: int64(min(m.RunNS, uint64(1)<<62)), LastSeq: m.LastSeq, Unmeasured: uint8(m.Unmeasured)}, src)
+	case *udp.Flush:
+		s.flushRequested(m, src, now)
 	case *udp.Heartbeat:
 		s.step(scheduler.Heartbeat{Now: now, Task: scheduler.TaskID(m.TaskID)}, src)
 	case *udp.Goodbye:
@@ -352,12 +354,14 @@ func (s *Server) flush() {
 		if ta == nil {
 			continue
 		}
-		s.send(ta.ctrl, s.ack(ta, a.Task, a.Role, a.Phase, a.ProfileRuns, a.HeartbeatNs))
+		ack := s.ack(ta, a.Task, a.Role, a.Phase, a.ProfileRuns, a.HeartbeatNs)
+		ack.Sample = a.Sample
+		s.send(ta.ctrl, ack)
 	}
 	for _, st := range r.States {
 		if ta := s.tasks[st.Task]; ta != nil {
 			s.send(ta.ctrl, &udp.State{TaskID: uint32(st.Task), Role: wireRole(st.Role), Phase: wirePhase(st.Phase), Credit: st.Credit,
-				Gate: s.wireGate(ta, st.Gate)})
+				Gate: s.wireGate(ta, st.Gate), Sample: st.Sample})
 		}
 	}
 	for _, g := range r.Grants {
@@ -390,10 +394,19 @@ func (s *Server) flush() {
 			}
 		}
 	}
+	stamp := time.Now().UnixNano()
 	for _, p := range r.Profiles {
+		// The versions completed now get the time they came (the core has
+		// no wall clock).
+		p.Profile.StampHistory(stamp)
 		s.profileHit[p.Model+"\x00"+p.Key] = p.Profile
 		s.pers.put(p) // it says "profile complete" once the write is synced
 	}
+	for _, d := range r.Drifts {
+		s.log.Info("profile drift: profiling again without holding others", "task", d.Task, "key", d.Key, "kind", d.Kind,
+			"version", d.Version, "why", d.Reason)
+	}
+	s.answerFlushes()
 	s.closeAccounts(r.Accounts)
 	for _, id := range r.Dropped {
 		exited := s.exits.forget(id)
@@ -445,7 +458,8 @@ func (s *Server) logDecisions(r *scheduler.Ready) {
 		s.log.Debug("hold", "t_us", at/1000, "task", h.Task, "seq", h.Seq)
 	}
 	for _, v := range r.Runs {
-		s.log.Debug("profiling run", "task", v.Task, "run", v.Run, "outcome", v.Outcome, "runs", v.Runs)
+		s.log.Debug("profiling run", "task", v.Task, "run", v.Run, "outcome", v.Outcome, "reason", v.Reason, "kind", v.Kind,
+			"runs", v.Runs)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/fikit/fikit/profiler"
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/udp"
 )
@@ -138,9 +139,34 @@ func newMetrics(s *Server) *metrics {
 			}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_profiling_runs_total", Help: "Profiling runs committed."},
 			stat(func(st scheduler.Stats) float64 { return float64(st.RunsCommitted) })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_profiling_runs_discarded_total", Help: "Profiling runs discarded (overlapped or incomplete)."},
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_profiling_runs_discarded_total", Help: "Profiling runs discarded (any reason: fikit_profiling_discards_total has them by reason)."},
 			stat(func(st scheduler.Stats) float64 { return float64(st.RunsDiscarded) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_drift_samples_total", Help: "Sampled sharing-phase runs compared with their profiles."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.DriftSamples) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_drift_mismatches_total", Help: "Checked runs that did not match their profiles (kernel IDs, durations or fillable gaps)."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.DriftMismatches) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_profiles_refreshed_total", Help: "Profile versions completed after a drift."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.ProfilesRefreshed) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_short_gap_windows_total", Help: "Fill windows a holder's launch cut short while granted work was predicted to run."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.ShortGapWindows) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_short_gap_fills_total", Help: "Grants into fill windows the holder cut short (gaps shorter than predicted)."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.ShortGapFills) })),
 	)
+	for _, r := range profiler.DiscardReasons() {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_profiling_discards_total",
+			Help: "Profiling runs discarded, by reason (docs/operations.md).", ConstLabels: prometheus.Labels{"reason": r.String()}},
+			stat(func(st scheduler.Stats) float64 { return float64(st.RunsDiscardedBy[r]) })))
+	}
+	for _, k := range []string{scheduler.DriftKernels, scheduler.DriftTiming} {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_drift_events_total",
+			Help: "Tasks found drifting from their profiles (then profiled again), by check.", ConstLabels: prometheus.Labels{"kind": k}},
+			stat(func(st scheduler.Stats) float64 {
+				if k == scheduler.DriftKernels {
+					return float64(st.DriftKernelEvents)
+				}
+				return float64(st.DriftTimingEvents)
+			})))
+	}
 	return m
 }
 

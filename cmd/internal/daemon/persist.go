@@ -28,12 +28,17 @@ const (
 )
 
 // persister writes profiles off the receive loop: a Badger write with
-// SyncWrites waits for the disk, which must not stall scheduling. Every
-// version is written, in the order the core produced them, and a profile is
-// reported complete (log line, fikit_profiles_saved_total) only once its
-// write has been synced. While the store refuses writes the versions wait
-// in memory (the daemon schedules with its in-memory copy meanwhile) and
-// are retried with backoff.
+// SyncWrites waits for the disk, which must not stall scheduling. Versions
+// are written in the order the core produced them; of several queued
+// versions of one profile only the newest is written (it holds everything
+// the older ones had: a task profiling fast makes a version per run). A
+// profile is reported complete (log line, fikit_profiles_saved_total) only
+// once its write has been synced. Every version has a sequence number, and
+// durable says up to which one all are written or superseded by a written
+// one: a hook's Flush is answered once the versions queued before it are
+// durable. While the store refuses writes the versions wait in memory (the
+// daemon schedules with its in-memory copy meanwhile) and are retried with
+// backoff.
 type persister struct {
 	st   store.Store
 	log  *slog.Logger
@@ -51,6 +56,11 @@ type persister struct {
 	// Counters, read by metrics.
 	saved, completed, failures, dropped uint64
 	failing                             bool
+	// enq numbers the versions queued; every version numbered durable or
+	// less is written (or superseded by one written). onDurable is told
+	// when durable moves (the daemon answers flushes then).
+	enq, durable uint64
+	onDurable    func()
 }
 
 // persistJob is one profile version to write.
@@ -58,11 +68,12 @@ type persistJob struct {
 	prof     *profiler.Profile
 	complete bool
 	task     scheduler.TaskID
+	seq      uint64
 }
 
-func newPersister(st store.Store, log *slog.Logger) *persister {
+func newPersister(st store.Store, log *slog.Logger, onDurable func()) *persister {
 	p := &persister{st: st, log: log, wake: make(chan struct{}, 1), done: make(chan struct{}),
-		retryOnClose: persistRetryOnClose, closeMax: persistCloseMax}
+		retryOnClose: persistRetryOnClose, closeMax: persistCloseMax, onDurable: onDurable}
 	p.cond = sync.NewCond(&p.mu)
 	go p.run()
 	return p
@@ -74,9 +85,58 @@ func (p *persister) put(u scheduler.ProfileUpdate) {
 	if len(p.queue) >= persistQueueMax {
 		p.dropOne()
 	}
-	p.queue = append(p.queue, persistJob{prof: u.Profile, complete: u.Complete, task: u.Task})
+	p.enq++
+	p.queue = append(p.queue, persistJob{prof: u.Profile, complete: u.Complete, task: u.Task, seq: p.enq})
 	p.mu.Unlock()
 	p.cond.Signal()
+}
+
+// marks returns the number of the last version queued and the durable mark.
+func (p *persister) marks() (enqueued, durable uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.enq, p.durable
+}
+
+// newest is the index of the newest queued version of the profile of
+// queue[0], and whether any version of it up to there is complete. Called
+// with mu held.
+func (p *persister) newest() (int, bool) {
+	id := profileID(p.queue[0].prof)
+	last, complete := 0, false
+	for i, j := range p.queue {
+		if profileID(j.prof) == id {
+			last = i
+			complete = complete || j.complete
+		}
+	}
+	return last, complete
+}
+
+// written removes the versions of the profile written, up to index last,
+// and moves the durable mark. Called with mu held; reports whether it moved.
+func (p *persister) written(last int) bool {
+	id := profileID(p.queue[last].prof)
+	kept := p.queue[:0]
+	for i, j := range p.queue {
+		if i <= last && profileID(j.prof) == id {
+			continue
+		}
+		kept = append(kept, j)
+	}
+	p.queue = kept
+	d := p.enq
+	if len(p.queue) > 0 {
+		d = p.queue[0].seq - 1
+		for _, j := range p.queue {
+			d = min(d, j.seq-1)
+		}
+	}
+	if d > p.durable {
+		p.durable = d
+		return true
+	}
+	return false
 }
 
 // dropOne makes room in a full queue: the oldest version superseded by a
@@ -117,15 +177,22 @@ func (p *persister) run() {
 			p.mu.Unlock()
 			return
 		}
-		j := p.queue[0]
+		last, complete := p.newest()
+		j := p.queue[last]
+		j.complete = complete
 		p.mu.Unlock()
 
 		err := p.st.Put(j.prof)
 
 		p.mu.Lock()
 		if err == nil {
-			p.queue = p.queue[1:]
+			moved := p.written(last)
 			p.saved++
+			if moved && p.onDurable != nil {
+				p.mu.Unlock()
+				p.onDurable()
+				p.mu.Lock()
+			}
 			if p.failing {
 				p.failing = false
 				p.log.Info("profile store writable again", "pending", len(p.queue))

@@ -52,12 +52,13 @@ func version(key string, runs uint32, complete bool) scheduler.ProfileUpdate {
 	return scheduler.ProfileUpdate{Task: 1, Key: key, Model: "GPU", Runs: int(runs), Complete: complete, Profile: p}
 }
 
-// Every version is written, in order, through a spell of refused writes;
-// "profile complete" is logged only after the complete version's write.
-func TestPersisterWritesEveryVersionInOrder(t *testing.T) {
+// Through a spell of refused writes the newest version of each profile is
+// written, in the order the profiles came; "profile complete" is logged
+// only after the complete version's write.
+func TestPersisterWritesNewestInOrder(t *testing.T) {
 	logs := &syncBuffer{}
 	st := &flakyStore{Store: store.NewMemory(), fail: 3, log: logs}
-	p := newPersister(st, slog.New(slog.NewTextHandler(logs, nil)))
+	p := newPersister(st, slog.New(slog.NewTextHandler(logs, nil)), nil)
 	p.put(version("a", 10, false))
 	p.put(version("b", 10, false))
 	p.put(version("a", 20, true))
@@ -67,7 +68,7 @@ func TestPersisterWritesEveryVersionInOrder(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	p.close()
-	if got, want := strings.Join(st.puts, " "), "a/10 b/10 a/20 b/20"; got != want {
+	if got, want := strings.Join(st.puts, " "), "a/20 b/20"; got != want {
 		t.Fatalf("written %q, want %q", got, want)
 	}
 	out := logs.String()
@@ -84,8 +85,51 @@ func TestPersisterWritesEveryVersionInOrder(t *testing.T) {
 	if n := strings.Count(out, "profile complete"); n != 2 {
 		t.Errorf("%d completions logged, want 2:\n%s", n, out)
 	}
-	if s := p.stats(); s.saved != 4 || s.completed != 2 || s.failures != 3 || s.pending != 0 {
+	if s := p.stats(); s.saved != 2 || s.completed != 2 || s.failures != 3 || s.pending != 0 {
 		t.Errorf("stats %+v", s)
+	}
+	if enq, durable := p.marks(); enq != 4 || durable != 4 {
+		t.Errorf("marks %d queued, %d durable; want 4, 4", enq, durable)
+	}
+}
+
+// The durable mark says up to which version everything is written: a
+// version of another profile queued earlier holds it back; a newer version
+// of the same profile written supersedes the older ones.
+func TestPersisterDurableMark(t *testing.T) {
+	logs := &syncBuffer{}
+	st := &flakyStore{Store: store.NewMemory(), block: make(chan struct{}), log: logs}
+	moved := make(chan struct{}, 16)
+	p := newPersister(st, slog.New(slog.NewTextHandler(logs, nil)), func() { moved <- struct{}{} })
+	defer p.close()
+	wait := func(want uint64) {
+		t.Helper()
+		deadline := time.After(5 * time.Second)
+		for {
+			if _, d := p.marks(); d == want {
+				return
+			}
+			select {
+			case <-moved:
+			case <-deadline:
+				_, d := p.marks()
+				t.Fatalf("durable %d, want %d", d, want)
+			}
+		}
+	}
+	p.put(version("a", 1, false)) // 1: being written (blocked)
+	time.Sleep(50 * time.Millisecond)
+	p.put(version("b", 1, false)) // 2
+	p.put(version("a", 2, false)) // 3: supersedes 1
+	st.block <- struct{}{}        // a/1 written
+	wait(1)
+	st.block <- struct{}{} // b/1 written: 2 durable; a/2 (3) next
+	wait(2)
+	st.block <- struct{}{} // a/2
+	wait(3)
+	close(st.block)
+	if got := strings.Join(st.puts, " "); got != "a/1 b/1 a/2" {
+		t.Errorf("written %q", got)
 	}
 }
 
@@ -93,7 +137,7 @@ func TestPersisterWritesEveryVersionInOrder(t *testing.T) {
 func TestPersisterCloseBoundedWhenStoreRefuses(t *testing.T) {
 	logs := &syncBuffer{}
 	st := &flakyStore{Store: store.NewMemory(), fail: 1 << 30, log: logs}
-	p := newPersister(st, slog.New(slog.NewTextHandler(logs, nil)))
+	p := newPersister(st, slog.New(slog.NewTextHandler(logs, nil)), nil)
 	p.put(version("a", 10, true))
 	time.Sleep(300 * time.Millisecond) // let it back off
 	start := time.Now()
@@ -111,7 +155,7 @@ func TestPersisterCloseBoundedWhenWriteHangs(t *testing.T) {
 	logs := &syncBuffer{}
 	st := &flakyStore{Store: store.NewMemory(), block: make(chan struct{}), log: logs}
 	defer close(st.block)
-	p := newPersister(st, slog.New(slog.NewTextHandler(logs, nil)))
+	p := newPersister(st, slog.New(slog.NewTextHandler(logs, nil)), nil)
 	p.closeMax = 200 * time.Millisecond
 	p.put(version("a", 10, true))
 	start := time.Now()

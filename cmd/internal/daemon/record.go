@@ -306,7 +306,11 @@ func (r *recorder) ready(rd *scheduler.Ready, now int64) {
 	}
 	for _, v := range rd.Runs {
 		r.w.Add(decisions.Record{T: now, Kind: decisions.KindProfilingRun, Task: uint32(v.Task), Run: v.Run,
-			Reason: v.Outcome, Runs: v.Runs})
+			Reason: v.Outcome, Why: v.Reason, Runs: v.Runs})
+	}
+	for _, d := range rd.Drifts {
+		r.w.Add(decisions.Record{T: now, Kind: decisions.KindDrift, Task: uint32(d.Task), Reason: d.Kind, Why: d.Reason,
+			Version: d.Version})
 	}
 	for _, id := range rd.Dropped {
 		r.w.Add(decisions.Record{T: now, Kind: decisions.KindDrop, Task: uint32(id)})

@@ -45,8 +45,13 @@ const (
 	// the daemon saw it; 0 if unknown) to End.
 	KindRun = "run"
 	// KindProfilingRun: what profiling did with run Run of Task (Reason:
-	// committed, discarded, incomplete, empty, ignored); Runs committed so far.
+	// committed, discarded, incomplete, implausible, empty, ignored; Why:
+	// the discard reason, profiler.DiscardReason's name); Runs committed
+	// so far.
 	KindProfilingRun = "profiling_run"
+	// KindDrift: Task drifted from its profile (Reason: the check,
+	// kernels or timing; Why: how) and is profiled again as Version.
+	KindDrift = "drift"
 	// KindPrediction: Samples holder launches of Task were compared with
 	// the predicted start of their kernels in one event: ErrNs is the sum
 	// of (actual − predicted), AbsErrNs the sum of its absolute values.
@@ -85,6 +90,8 @@ type Record struct {
 	ErrNs    int64    `json:"err_ns,omitempty"`
 	AbsErrNs int64    `json:"abs_err_ns,omitempty"`
 	Count    uint64   `json:"count,omitempty"`
+	Why      string   `json:"why,omitempty"`
+	Version  uint32   `json:"version,omitempty"`
 }
 
 // KernelID is a kernel ID (docs/design.md), written as 16 hex digits: as a

@@ -83,6 +83,9 @@ func replayFlags() []cli.Flag {
 		&cli.IntFlag{Name: "device", Usage: "CUDA device ordinal"},
 		&cli.Int64Flag{Name: "latency-ns", Value: DefaultLatencyNs, Usage: "launch latency in `NS` for the analytic JCT in the human summary"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"},
+		&cli.IntFlag{Name: "change-at", Usage: "from measured run `N` on, change the kernels (--change-duration, --change-grid): a service drifting from its profile"},
+		&cli.Float64Flag{Name: "change-duration", Usage: "with --change-at: scale every kernel's duration by `F` (same kernel IDs: a clock or driver change)"},
+		&cli.UintFlag{Name: "change-grid", Usage: "with --change-at: multiply every grid's x by `G` (new kernel IDs: a batch size change)"},
 	}
 }
 
@@ -137,6 +140,20 @@ func replayConfig(c *cli.Context) (Config, error) {
 		return cfg, usagef("--burst must be ≥ 1 and needs --interval (the idle time between bursts)")
 	}
 	cfg.Arrivals = Arrivals{Interval: iv, Rate: rate, Seed: c.Uint64("seed"), Burst: c.Int("burst")}
+	cfg.ChangeAt = c.Int("change-at")
+	cfg.Change = Change{DurationScale: c.Float64("change-duration"), GridScale: uint32(c.Uint("change-grid"))}
+	switch {
+	case cfg.ChangeAt < 0:
+		return cfg, usagef("--change-at must be ≥ 0")
+	case (c.IsSet("change-duration") || c.IsSet("change-grid")) && cfg.ChangeAt == 0:
+		return cfg, usagef("--change-duration and --change-grid need --change-at")
+	case c.IsSet("change-duration") && !(cfg.Change.DurationScale > 0 && cfg.Change.DurationScale <= 100):
+		return cfg, usagef("--change-duration must be in (0, 100]")
+	case c.IsSet("change-grid") && (cfg.Change.GridScale < 1 || cfg.Change.GridScale > 1024):
+		return cfg, usagef("--change-grid must be 1–1024")
+	case cfg.ChangeAt > 0 && c.Bool("graph"):
+		return cfg, usagef("--change-at replays kernels one by one: not with --graph")
+	}
 	t, err := trace.Load(cfg.Name)
 	if err != nil {
 		return cfg, err
@@ -174,6 +191,14 @@ func replayAction(c *cli.Context, stderr io.Writer, open OpenFunc) error {
 		return fmt.Errorf("open device %d: %w", c.Int("device"), err)
 	}
 	jcts, rerr := Replay(c.Context, cfg, dev, c.App.Writer)
+	// Under the hook, what it measured must reach the daemon before this
+	// process exits (its exit runs no atexit handler), and while the
+	// context is alive (the hook reads the runs' events in it).
+	if f, ok := dev.(Flusher); ok {
+		if hooked, done := f.Flush(); hooked && !done && !c.Bool("quiet") {
+			fmt.Fprintln(stderr, "fikit-replay: the hook could not confirm that the daemon has its measurements (fikit_flush)")
+		}
+	}
 	var totals *DeviceTotals
 	if t, ok := dev.(Totaler); ok {
 		if v, ok := t.Totals(); ok {

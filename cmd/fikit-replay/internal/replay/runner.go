@@ -36,11 +36,38 @@ type Config struct {
 	PostNs   int64  // busy host time after a run's synchronisation (not part of its JCT)
 	Arrivals Arrivals
 	JSON     bool
+	// Change, from measured run ChangeAt on (ChangeAt > 0), scales every
+	// kernel's duration by its DurationScale and every grid's x by its
+	// GridScale: a service that drifts from its profile mid-run (a clock
+	// or driver change: same kernel IDs, longer; a batch size doubling: new
+	// grids, so new kernel IDs).
+	ChangeAt int
+	Change   Change
 	// Graph replays each run as one launch of a CUDA graph captured from
 	// the run's kernels (per-kernel host times do not apply; PreNs does).
 	Graph bool
 	// FootprintBytes of device memory are reserved for the replay.
 	FootprintBytes uint64
+}
+
+// Change is how a replay's kernels change mid-run (Config.ChangeAt).
+type Change struct {
+	DurationScale float64 // 0: unchanged
+	GridScale     uint32  // 0: unchanged
+}
+
+// apply returns the launches of a run after the change.
+func (c Change) apply(ls []launch) []launch {
+	out := append([]launch(nil), ls...)
+	for i := range out {
+		if c.DurationScale > 0 {
+			out[i].durNs = uint64(float64(out[i].durNs)*c.DurationScale + 0.5)
+		}
+		if c.GridScale > 1 {
+			out[i].grid[0] *= c.GridScale
+		}
+	}
+	return out
 }
 
 // RunRecord is one measured run, as printed with --json.
@@ -98,6 +125,15 @@ type Totaler interface {
 	Totals() (DeviceTotals, bool)
 }
 
+// Flusher is a Device whose process may run under fikit's hook, which must
+// be told to ship what it measured before the process exits: a Go program's
+// exit runs no atexit handler (hookclient/README.md "Flush"). Flush reports
+// whether the hook is there (hooked) and whether it confirmed that the
+// daemon has everything (ok).
+type Flusher interface {
+	Flush() (hooked, ok bool)
+}
+
 type launch struct {
 	fn          int
 	grid, block [3]uint32
@@ -140,7 +176,9 @@ func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64
 			return nil, fmt.Errorf("reserve %d bytes: %w", cfg.FootprintBytes, err)
 		}
 	}
-	launchRun := func(done <-chan struct{}) (int64, int64, error) { return runOnce(ls, cfg.PreNs, dev, done) }
+	launchRun := func(run []launch, done <-chan struct{}) (int64, int64, error) {
+		return runOnce(run, cfg.PreNs, dev, done)
+	}
 	if cfg.Graph {
 		g, ok := dev.(Grapher)
 		if !ok {
@@ -153,7 +191,7 @@ func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64
 		if err := g.CaptureGraph(gl); err != nil {
 			return nil, fmt.Errorf("capture a graph of %d kernels: %w", len(gl), err)
 		}
-		launchRun = func(done <-chan struct{}) (int64, int64, error) { return runGraph(g, cfg.PreNs, dev, done) }
+		launchRun = func(_ []launch, done <-chan struct{}) (int64, int64, error) { return runGraph(g, cfg.PreNs, dev, done) }
 	}
 	done := ctx.Done()
 	enc := json.NewEncoder(out)
@@ -172,8 +210,16 @@ func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64
 		}
 	}
 	var base int64
+	changed := ls
+	if cfg.ChangeAt > 0 {
+		changed = cfg.Change.apply(ls)
+	}
 	for r := 0; r < cfg.Warmup+cfg.Runs; r++ {
 		j := r - cfg.Warmup // measured run index, < 0 during warmup
+		run := ls
+		if cfg.ChangeAt > 0 && j >= cfg.ChangeAt {
+			run = changed
+		}
 		var arrival int64
 		if j >= 0 && offsets != nil {
 			if j == 0 {
@@ -188,7 +234,7 @@ func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64
 				return jcts, ErrInterrupted
 			}
 		}
-		start, end, err := launchRun(done)
+		start, end, err := launchRun(run, done) // a graph has no change (replayConfig)
 		if err != nil {
 			if err == ErrInterrupted {
 				return jcts, err
@@ -208,7 +254,7 @@ func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64
 		}
 		jcts = append(jcts, end-start)
 		if cfg.JSON {
-			rec := RunRecord{Run: j, StartNs: start, JCTNs: end - start, Kernels: len(ls), BlockedNs: blocked}
+			rec := RunRecord{Run: j, StartNs: start, JCTNs: end - start, Kernels: len(run), BlockedNs: blocked}
 			if offsets != nil {
 				w := max(start-arrival, 0)
 				rec.WaitNs = &w
