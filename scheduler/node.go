@@ -123,6 +123,13 @@ func (n *Node) Step(ev Event) error {
 		}
 		n.boardObserved(t.gpu, e.Levels)
 		return nil
+	case SwitchCalibrated:
+		t, err := n.seen(e.Task)
+		if err != nil {
+			return err
+		}
+		n.calibrated(t, e)
+		return nil
 	case Tick:
 		heard := n.now
 		if e.Heard > 0 {
@@ -210,6 +217,7 @@ func (n *Node) register(e TaskRegistered) error {
 		Task: t.id, Role: t.role, Phase: t.phase,
 		ProfileRuns: n.cfg.ProfileRuns, HeartbeatNs: n.cfg.HeartbeatInterval,
 	})
+	n.sendKernelTimes(t)
 	n.schedule(g)
 	return nil
 }
@@ -225,11 +233,11 @@ func (n *Node) remove(t *task) {
 	n.schedule(g)
 }
 
-// wants reports whether t wants the GPU: it launched within the holder TTL,
+// wants reports whether t wants the GPU: it launched within its holder TTL,
 // or a launch of it waits in the queues (a task held for long launches
 // nothing, yet it is not idle).
 func (n *Node) wants(t *task) bool {
-	return n.now-t.lastActive <= n.cfg.HolderTTL || t.gpu.queued(t)
+	return n.now-t.lastActive <= n.holderTTL(t) || t.gpu.queued(t)
 }
 
 // electHolders recomputes the holders of g and tells every task whose role
@@ -386,7 +394,7 @@ func (n *Node) holdersExpired(g *gpu) bool {
 		return true
 	}
 	for _, t := range g.tasks {
-		if t.role == RoleHolder && n.now-t.lastActive > n.cfg.HolderTTL {
+		if t.role == RoleHolder && n.now-t.lastActive > n.holderTTL(t) {
 			for _, o := range g.tasks {
 				if o.role == RoleWaiter && n.wants(o) {
 					return true
@@ -409,7 +417,7 @@ func (n *Node) deadline() int64 {
 		for _, t := range g.tasks {
 			at(t.lastSeen + n.deadAfter(t) + 1)
 			if t.role == RoleHolder && g.waiting() > 0 {
-				at(t.lastActive + n.cfg.HolderTTL + 1)
+				at(t.lastActive + n.holderTTL(t) + 1)
 			}
 		}
 		if g.waiting() > 0 {
@@ -480,6 +488,12 @@ type Stats struct {
 	RunsCommitted      uint64 `json:"runs_committed"`
 	RunsDiscarded      uint64 `json:"runs_discarded"`
 	ProfilesCompleted  uint64 `json:"profiles_completed"`
+	// Calibrations asked of hooks, and answered (switch-cost auto).
+	Calibrations         uint64 `json:"calibrations"`
+	CalibrationsAnswered uint64 `json:"calibrations_answered"`
+	// BoardResumes: a waiter's queued launch went without a grant, the
+	// board showing the better priorities between runs (board-resume).
+	BoardResumes uint64 `json:"board_resumes"`
 }
 
 // TaskInfo describes one task for status output.

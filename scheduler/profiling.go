@@ -253,6 +253,7 @@ func (n *Node) nextRunUnderWay(t *task, end int64) {
 		t.learnRunEvery(at - t.runStart)
 	}
 	t.runStart = at
+	t.runStarted(at)
 	busy := end
 	for _, l := range t.recent {
 		busy = maxi(busy, l.at) + l.dur
@@ -269,6 +270,7 @@ func (n *Node) finishProfiling(t *task) {
 	n.stats.ProfilesCompleted++
 	n.out.States = append(n.out.States, StateChange{Task: t.id, Role: t.role, Phase: t.phase, Credit: t.credit,
 		Gate: n.gate(t, 0)})
+	n.sendKernelTimes(t)
 	n.electHolders(t.gpu, nil)
 	n.schedule(t.gpu)
 }

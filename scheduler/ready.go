@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Ack answers a registration.
@@ -81,6 +82,12 @@ type Ready struct {
 	Runs []RunVerdict
 	// Dropped tasks: silent past DeadAfter. The daemon forgets them.
 	Dropped []TaskID
+	// Calibrations ask hooks to measure their GPU's switch (switch-cost
+	// auto).
+	Calibrations []Calibration
+	// KernelTimes give hooks their tasks' kernel durations and in-flight
+	// bound (hook-bound).
+	KernelTimes []KernelTimes
 	// Deadline is when the core next wants a Tick (0: no deadline).
 	Deadline int64
 }
@@ -89,7 +96,8 @@ type Ready struct {
 // a decision).
 func (r *Ready) Empty() bool {
 	return len(r.Acks) == 0 && len(r.Grants) == 0 && len(r.Holds) == 0 &&
-		len(r.States) == 0 && len(r.Profiles) == 0 && len(r.Dropped) == 0 && len(r.Runs) == 0
+		len(r.States) == 0 && len(r.Profiles) == 0 && len(r.Dropped) == 0 && len(r.Runs) == 0 &&
+		len(r.Calibrations) == 0 && len(r.KernelTimes) == 0
 }
 
 // String renders the decisions one per line, as scenario tests show them.
@@ -115,6 +123,13 @@ func (r *Ready) String() string {
 	}
 	for _, d := range r.Dropped {
 		fmt.Fprintf(&b, "dropped task=%d\n", d)
+	}
+	for _, c := range r.Calibrations {
+		fmt.Fprintf(&b, "calibrate task=%d seq=%d probe=%s\n", c.Task, c.Seq, time.Duration(c.ProbeNs))
+	}
+	for _, k := range r.KernelTimes {
+		fmt.Fprintf(&b, "kernel_times task=%d bound=%s default=%s kernels=%d\n", k.Task, time.Duration(k.BoundNs),
+			time.Duration(k.DefaultNs), len(k.Kernels))
 	}
 	return b.String()
 }

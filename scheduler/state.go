@@ -64,11 +64,17 @@ type task struct {
 	// runGaps are recent times from a run end to the next run's first
 	// launch, runStarts recent intervals between run starts.
 	runGaps, runStarts recent
-	jct                int64 // EWMA of observed run times in the sharing phase
-	delayUsed          int64 // expected delay charged to the current (or next) run
-	delayPending       int64 // charged between runs, moves to the next run
+	// arr are its recent intervals between run starts (arrivals.go), from
+	// lastRunStart, the start of its latest run.
+	arr          arrivals
+	lastRunStart int64
+	jct          int64 // EWMA of observed run times in the sharing phase
+	delayUsed    int64 // expected delay charged to the current (or next) run
+	delayPending int64 // charged between runs, moves to the next run
 
 	prof *profiling // non-nil while profiling
+	// calibMissed: calibration requests it left unanswered in a row.
+	calibMissed int
 }
 
 // launchRec is one launch of a task.
@@ -121,6 +127,8 @@ type gpu struct {
 	// while it lasts nothing of its priority or lower but its own
 	// kernels is granted (see profilingRun).
 	measuring *task
+	// sw is the GPU's measured switch (switchcost.go).
+	sw switchEstimate
 }
 
 // fillWindow is a predicted stretch of holder idleness.

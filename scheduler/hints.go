@@ -1,0 +1,124 @@
+package scheduler
+
+import (
+	"math"
+	"sort"
+)
+
+// This file is what the core tells hooks beside grants: their tasks' kernel
+// durations, which bound their work in flight (hook-bound), and, for the
+// hooks on the daemon's host, what the board carries for each GPU — the
+// switch, the better priorities' next predicted run, who may resume
+// (docs/design.md "Board"; docs/scheduler.md "Switches, bounds and
+// arrivals").
+
+// KernelTime is one kernel ID's predicted duration.
+type KernelTime struct {
+	ID uint64
+	Ns int64
+}
+
+// KernelTimes gives a task's hook the predicted durations of its kernels
+// (its profile's means, by kernel ID; DefaultNs for one not in it) and the
+// bound on its predicted GPU time in flight (BoundNs; 0: none, the hook
+// bounds a holder by count), which it keeps while a better priority is
+// registered on its GPU: a device-time cursor, advanced by each launch's
+// predicted duration. Sent with hook-bound or board-resume (a resume needs
+// to know whether a kernel fits before the better priority's next run).
+type KernelTimes struct {
+	Task      TaskID
+	BoundNs   int64
+	DefaultNs int64
+	Kernels   []KernelTime
+}
+
+// sendKernelTimes queues t's kernel durations for its hook, once it has a
+// profile.
+func (n *Node) sendKernelTimes(t *task) {
+	if !n.cfg.HookBound && !n.cfg.BoardResume || t.est == nil {
+		return
+	}
+	kt := KernelTimes{Task: t.id, DefaultNs: n.estimate(t, 0),
+		Kernels: make([]KernelTime, 0, len(t.est.Kernels))}
+	if n.cfg.HookBound {
+		kt.BoundNs = n.cfg.InflightBudget
+	}
+	for id, k := range t.est.Kernels {
+		kt.Kernels = append(kt.Kernels, KernelTime{ID: id, Ns: max(k.MeanNs, 1)})
+	}
+	sort.Slice(kt.Kernels, func(i, j int) bool { return kt.Kernels[i].ID < kt.Kernels[j].ID })
+	n.out.KernelTimes = append(n.out.KernelTimes, kt)
+}
+
+// NoneExpected is BoardHint.NextNs when no better task is expected back.
+const NoneExpected = math.MaxInt64
+
+// BoardHint is what the board says of one GPU for its hooks to act on
+// without asking the daemon.
+type BoardHint struct {
+	GPU string
+	// NextNs: the earliest predicted start of the next run, after the one
+	// under way, of the GPU's tasks better than its worst registered
+	// priority; 0 unknown (a hook then takes no liberty), NoneExpected
+	// when none is expected. A time already past is as unknown.
+	NextNs int64
+	// SwitchNs is the switch the policy assumes (switchCost).
+	SwitchNs int64
+	// Resume: waiters of priority ResumePrio (10: none) may resume on the
+	// board when their better priorities' runs have ended (board-resume).
+	Resume     bool
+	ResumePrio uint8
+}
+
+// BoardHints appends every GPU's hint to dst, by GPU UUID, and returns it.
+// It only reads the core.
+func (n *Node) BoardHints(dst []BoardHint) []BoardHint {
+	for _, g := range n.order {
+		h := BoardHint{GPU: g.uuid, SwitchNs: n.switchCost(g), Resume: n.cfg.BoardResume, ResumePrio: 10}
+		hp := n.holderPrio(g)
+		worst := uint8(0)
+		for _, t := range g.tasks {
+			worst = max(worst, t.prio)
+			if t.role == RoleWaiter && t.prio > hp && t.prio < h.ResumePrio {
+				h.ResumePrio = t.prio
+			}
+		}
+		h.NextNs = NoneExpected
+		for _, t := range g.tasks {
+			if t.prio >= worst {
+				continue
+			}
+			at, ok := n.predictedNext(t)
+			switch {
+			case ok:
+				h.NextNs = mini(h.NextNs, at)
+			case n.wants(t):
+				h.NextNs = 0 // active and unpredictable
+			}
+			if h.NextNs == 0 {
+				break
+			}
+		}
+		dst = append(dst, h)
+	}
+	return dst
+}
+
+// predictedNext is when t is predicted to start its next run after the one
+// under way (or the coming one, between runs): false when the core cannot
+// say (no profile, too few runs seen, profiling).
+func (n *Node) predictedNext(t *task) (int64, bool) {
+	if t.phase != PhaseSharing {
+		return 0, false
+	}
+	var at int64
+	switch {
+	case t.inRun && t.runStart > 0:
+		at = t.nextRunStart(t.runStart + t.meanJCT())
+	case t.nextLaunch > 0 && !t.inRun:
+		at = t.nextLaunch
+	case t.runEnd > 0:
+		at = t.nextRunStart(t.runEnd)
+	}
+	return at, at > 0
+}
