@@ -30,8 +30,11 @@ enum fk_msg_type {
 	FK_MSG_ERROR = 12,
 	FK_MSG_KERNEL_INFO = 13,
 	FK_MSG_LAUNCH_BATCH = 14,
+	FK_MSG_KERNEL_TIMES = 15,
+	FK_MSG_CALIBRATE = 16,
+	FK_MSG_CALIBRATION = 17,
 };
-#define FK_MSG_TYPES 15 /* one past the largest type */
+#define FK_MSG_TYPES 18 /* one past the largest type */
 
 /* roles (RegisterAck, State) */
 enum { FK_ROLE_HOLDER = 1, FK_ROLE_WAITER = 2 };
@@ -57,6 +60,12 @@ typedef struct fk_launch {
 	uint64_t kernel_id;
 	uint32_t offset_ns;
 } fk_launch;
+
+/* One element of kernels. */
+typedef struct fk_kernel_time {
+	uint64_t kernel_id;
+	uint32_t duration_ns;
+} fk_kernel_time;
 
 /* A message the hook sends (hook → daemon): its type and the fields of
  * every such type, by name. An encoder reads the fields of its type. */
@@ -88,6 +97,9 @@ typedef struct fk_msg_out {
 	uint64_t base_ns;
 	const fk_launch *launches;
 	size_t launches_n;
+	uint64_t host_ns;
+	uint64_t device_ns;
+	uint8_t flags;
 } fk_msg_out;
 
 /* A message the hook receives (daemon → hook), decoded: its type and the
@@ -112,11 +124,16 @@ typedef struct fk_msg_in {
 	uint8_t code;
 	const char *message; /* not NUL-terminated */
 	size_t message_len;
+	uint32_t bound_ns;
+	uint32_t default_ns;
+	const uint8_t *kernels; /* its elements in the datagram: fk_decode_elems */
+	size_t kernels_n;
+	uint32_t probe_ns;
 } fk_msg_in;
 
 /* The table: each type's fields in wire order, as members of fk_msg_out
  * (hook → daemon) or fk_msg_in (daemon → hook). */
-enum fk_wire_kind { FK_K_UINT, FK_K_STR, FK_K_BIN16, FK_K_TRIPLE, FK_K_RECORDS, FK_K_LAUNCHES };
+enum fk_wire_kind { FK_K_UINT, FK_K_STR, FK_K_BIN16, FK_K_TRIPLE, FK_K_RECORDS, FK_K_LAUNCHES, FK_K_KERNEL_TIMES };
 enum { FK_DIR_TO_DAEMON = 1, FK_DIR_TO_HOOK = 2 };
 
 typedef struct fk_wire_field {
@@ -154,6 +171,10 @@ static const fk_wire_field fk_wire_meas_rec_fields[] = {
 static const fk_wire_field fk_wire_launch_fields[] = {
 	{.name = "kernel_id", .kind = FK_K_UINT, .off = offsetof(fk_launch, kernel_id), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
 	{.name = "offset_ns", .kind = FK_K_UINT, .off = offsetof(fk_launch, offset_ns), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+};
+static const fk_wire_field fk_wire_kernel_time_fields[] = {
+	{.name = "kernel_id", .kind = FK_K_UINT, .off = offsetof(fk_kernel_time, kernel_id), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
+	{.name = "duration_ns", .kind = FK_K_UINT, .off = offsetof(fk_kernel_time, duration_ns), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
 };
 const fk_wire_msg fk_wire_msgs[FK_MSG_TYPES] = {
 	[FK_MSG_REGISTER] = {"Register", FK_DIR_TO_DAEMON, 7, 7, (const fk_wire_field[]){
@@ -249,6 +270,25 @@ const fk_wire_msg fk_wire_msgs[FK_MSG_TYPES] = {
 		{.name = "seq", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, seq), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
 		{.name = "base_ns", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, base_ns), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
 		{.name = "launches", .kind = FK_K_LAUNCHES, .off = offsetof(fk_msg_out, launches), .len_off = offsetof(fk_msg_out, launches_n), .elems = fk_wire_launch_fields, .nelems = 2, .elem_size = sizeof(fk_launch)},
+		{.name = "token", .kind = FK_K_UINT, .opt = 1, .off = offsetof(fk_msg_out, token), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
+	}},
+	[FK_MSG_KERNEL_TIMES] = {"KernelTimes", FK_DIR_TO_HOOK, 4, 4, (const fk_wire_field[]){
+		{.name = "task_id", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, task_id), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+		{.name = "bound_ns", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, bound_ns), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+		{.name = "default_ns", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, default_ns), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+		{.name = "kernels", .kind = FK_K_KERNEL_TIMES, .off = offsetof(fk_msg_in, kernels), .len_off = offsetof(fk_msg_in, kernels_n), .elems = fk_wire_kernel_time_fields, .nelems = 2, .elem_size = sizeof(fk_kernel_time)},
+	}},
+	[FK_MSG_CALIBRATE] = {"Calibrate", FK_DIR_TO_HOOK, 3, 3, (const fk_wire_field[]){
+		{.name = "task_id", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, task_id), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+		{.name = "seq", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, seq), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+		{.name = "probe_ns", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, probe_ns), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+	}},
+	[FK_MSG_CALIBRATION] = {"Calibration", FK_DIR_TO_DAEMON, 6, 5, (const fk_wire_field[]){
+		{.name = "task_id", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, task_id), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+		{.name = "seq", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, seq), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+		{.name = "host_ns", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, host_ns), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
+		{.name = "device_ns", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, device_ns), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
+		{.name = "flags", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, flags), .size = 1, .lo = UINT64_C(0x0), .hi = UINT64_C(0x3)},
 		{.name = "token", .kind = FK_K_UINT, .opt = 1, .off = offsetof(fk_msg_out, token), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
 	}},
 };

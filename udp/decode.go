@@ -24,6 +24,7 @@ type Decoder struct {
 	v    values
 	recs []Record
 	lns  []Launch
+	kts  []KernelTime
 
 	// slots holds one reusable message per type, made at its first use.
 	slots [len(messages)]decodable
@@ -249,6 +250,8 @@ func (d *Decoder) field(i int, f field) error {
 		return d.records()
 	case kLaunches:
 		return d.launches()
+	case kKernelTimes:
+		return d.kernelTimes()
 	}
 	panic("udp: unknown field kind")
 }
@@ -291,6 +294,45 @@ func (d *Decoder) launches() error {
 }
 
 var launchFields = [2]field{u64("kernel_id"), u32("offset_ns")}
+
+func (d *Decoder) kernelTimes() error {
+	n, err := d.arrayLen()
+	if err != nil {
+		return err
+	}
+	// n ≤ remaining bytes (arrayLen): bounded by the datagram's size.
+	if cap(d.kts) < n {
+		d.kts = make([]KernelTime, 0, n)
+	}
+	ks := d.kts[:0]
+	for j := range n {
+		m, err := d.arrayLen()
+		if err != nil {
+			return fmt.Errorf("kernel %d: %w", j, err)
+		}
+		if m < 2 {
+			return fmt.Errorf("kernel %d: %d elements: %w", j, m, ErrMissingField)
+		}
+		var v [2]uint64
+		for k, f := range &kernelTimeFields {
+			if v[k], err = d.uint(f); err != nil {
+				return fmt.Errorf("kernel %d: %s: %w", j, f.name, err)
+			}
+		}
+		if err := d.skip(m - 2); err != nil {
+			return fmt.Errorf("kernel %d: extra element: %w", j, err)
+		}
+		ks = append(ks, KernelTime{KernelID: v[0], DurationNS: uint32(v[1])})
+	}
+	d.kts = ks
+	d.v.k = ks
+	if n == 0 {
+		d.v.k = nil
+	}
+	return nil
+}
+
+var kernelTimeFields = [2]field{u64("kernel_id"), u32("duration_ns")}
 
 func (d *Decoder) records() error {
 	n, err := d.arrayLen()

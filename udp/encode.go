@@ -137,6 +137,13 @@ func (e *encoder) encode(t Type, sch []field) {
 				_ = enc.EncodeUint(l.KernelID)
 				_ = enc.EncodeUint(uint64(l.OffsetNS))
 			}
+		case kKernelTimes:
+			_ = enc.EncodeArrayLen(len(e.v.k))
+			for _, k := range e.v.k {
+				_ = enc.EncodeArrayLen(2)
+				_ = enc.EncodeUint(k.KernelID)
+				_ = enc.EncodeUint(uint64(k.DurationNS))
+			}
 		}
 	}
 }
@@ -221,9 +228,43 @@ func encodedSize(sch []field, v *values) int {
 			for _, l := range v.l {
 				n += 1 + uintSize(l.KernelID) + uintSize(uint64(l.OffsetNS))
 			}
+		case kKernelTimes:
+			n += arrayHeaderSize(len(v.k))
+			for _, k := range v.k {
+				n += kernelTimeSize(k)
+			}
 		}
 	}
 	return n
+}
+
+func kernelTimeSize(k KernelTime) int {
+	return 1 + uintSize(k.KernelID) + uintSize(uint64(k.DurationNS))
+}
+
+// PackKernelTimes appends to dst one KernelTimes datagram of task (bound and
+// default as the message's) holding the longest prefix of ks that fits in
+// MaxDatagram bytes, and returns the datagram and how many it holds (at
+// least one if ks is not empty). Send a table as PackMeasurements' records
+// are sent: until ks is empty, each datagram adding to the last.
+func PackKernelTimes(dst []byte, taskID, boundNS, defaultNS uint32, ks []KernelTime) (datagram []byte, n int, err error) {
+	size := 1 + 1 + 1 + uintSize(uint64(taskID)) + uintSize(uint64(boundNS)) + uintSize(uint64(defaultNS)) + arrayHeaderSize(0)
+	for n < len(ks) {
+		next := size + kernelTimeSize(ks[n])
+		if n+1 == 16 {
+			next += arrayHeaderSize(16) - arrayHeaderSize(15)
+		}
+		if next > MaxDatagram {
+			break
+		}
+		size = next
+		n++
+	}
+	dst, err = Append(dst, KernelTimes{TaskID: taskID, BoundNS: boundNS, DefaultNS: defaultNS, Kernels: ks[:n]})
+	if err != nil {
+		return dst, 0, err
+	}
+	return dst, n, nil
 }
 
 // PackMeasurements appends to dst one Measurements datagram of task and run

@@ -16,8 +16,9 @@ import (
 // with the type and field names of docs/design.md and values written as
 // decimal integers, "…" strings (escapes \\ \t \n \xHH of kernelid.Escape,
 // and '"' written as \x22), hex:… for the 16-byte UUID, [a,b,c] for grid and
-// block, [[id,dur,gap,flags];…] for measurement records and [[id,offset];…]
-// for a LaunchBatch's launches ([] if none).
+// block, [[id,dur,gap,flags];…] for measurement records, [[id,offset];…]
+// for a LaunchBatch's launches and [[id,duration];…] for KernelTimes'
+// kernels ([] if none).
 
 // Format returns the text form of m, fields in wire order.
 func Format(m Message) string {
@@ -60,6 +61,15 @@ func Format(m Message) string {
 					b.WriteByte(';')
 				}
 				fmt.Fprintf(&b, "[%d,%d]", l.KernelID, l.OffsetNS)
+			}
+			b.WriteByte(']')
+		case kKernelTimes:
+			b.WriteByte('[')
+			for j, k := range v.k {
+				if j > 0 {
+					b.WriteByte(';')
+				}
+				fmt.Fprintf(&b, "[%d,%d]", k.KernelID, k.DurationNS)
 			}
 			b.WriteByte(']')
 		}
@@ -272,6 +282,29 @@ func parseValue(v *values, i int, f field, s string) error {
 				}
 			}
 			v.l = append(v.l, Launch{KernelID: x[0], OffsetNS: uint32(x[1])})
+		}
+		return nil
+	case kKernelTimes:
+		in, err := bracketed(s)
+		if err != nil || in == "" {
+			return err
+		}
+		for ks := range strings.SplitSeq(in, ";") {
+			kin, err := bracketed(ks)
+			if err != nil {
+				return err
+			}
+			parts := strings.Split(kin, ",")
+			if len(parts) != 2 {
+				return fmt.Errorf("kernel %q is not [id,duration]: %w", ks, ErrSyntax)
+			}
+			var x [2]uint64
+			for k, p := range parts {
+				if x[k], err = parseUint(p, kernelTimeFields[k]); err != nil {
+					return fmt.Errorf("kernel %q: %w", ks, err)
+				}
+			}
+			v.k = append(v.k, KernelTime{KernelID: x[0], DurationNS: uint32(x[1])})
 		}
 		return nil
 	}

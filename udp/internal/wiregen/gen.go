@@ -96,10 +96,15 @@ type cValue struct {
 }
 
 // The C types of the element structs of array fields.
-var elemType = map[udp.FieldKind]string{udp.KindRecords: "fk_meas_rec", udp.KindLaunches: "fk_launch"}
+var elemType = map[udp.FieldKind]string{udp.KindRecords: "fk_meas_rec", udp.KindLaunches: "fk_launch",
+	udp.KindKernelTimes: "fk_kernel_time"}
+
+// isArray: the kind is an array of elements (elemType).
+func isArray(k udp.FieldKind) bool { _, ok := elemType[k]; return ok }
 
 var kindName = map[udp.FieldKind]string{udp.KindUint: "FK_K_UINT", udp.KindStr: "FK_K_STR", udp.KindBin16: "FK_K_BIN16",
-	udp.KindTriple: "FK_K_TRIPLE", udp.KindRecords: "FK_K_RECORDS", udp.KindLaunches: "FK_K_LAUNCHES"}
+	udp.KindTriple: "FK_K_TRIPLE", udp.KindRecords: "FK_K_RECORDS", udp.KindLaunches: "FK_K_LAUNCHES",
+	udp.KindKernelTimes: "FK_K_KERNEL_TIMES"}
 
 // uintBytes is the size of the C member that holds a value up to hi.
 func uintBytes(hi uint64) int {
@@ -148,8 +153,15 @@ func members(schema []udp.MessageSpec, dir udp.Direction) ([]*member, error) {
 
 func cUint(bytes int) string { return fmt.Sprintf("uint%d_t", 8*bytes) }
 
-func writeMembers(b *bytes.Buffer, ms []*member) {
+// writeMembers writes the members of a direction's struct. An array the hook
+// sends is its elements' structs; one it receives is the datagram's bytes
+// of its elements, checked by the decoder and read with fk_decode_elems.
+func writeMembers(b *bytes.Buffer, ms []*member, in bool) {
 	for _, m := range ms {
+		if in && isArray(m.kind) {
+			fmt.Fprintf(b, "\tconst uint8_t *%s; /* its elements in the datagram: fk_decode_elems */\n\tsize_t %s_n;\n", m.name, m.name)
+			continue
+		}
 		switch m.kind {
 		case udp.KindUint:
 			fmt.Fprintf(b, "\t%s %s;\n", cUint(m.bytes), m.name)
@@ -159,7 +171,7 @@ func writeMembers(b *bytes.Buffer, ms []*member) {
 			fmt.Fprintf(b, "\tuint8_t %s[16];\n", m.name)
 		case udp.KindTriple:
 			fmt.Fprintf(b, "\tuint32_t %s[3];\n", m.name)
-		case udp.KindRecords, udp.KindLaunches:
+		case udp.KindRecords, udp.KindLaunches, udp.KindKernelTimes:
 			fmt.Fprintf(b, "\tconst %s *%s;\n\tsize_t %s_n;\n", elemType[m.kind], m.name, m.name)
 		}
 	}
@@ -187,7 +199,7 @@ func fieldInit(f udp.FieldSpec, st string, ms map[string]*member) string {
 		p = append(p, fmt.Sprintf(".size = %d", bytes), ".lo = "+hexU64(f.Lo), ".hi = "+hexU64(f.Hi))
 	case udp.KindStr:
 		p = append(p, fmt.Sprintf(".len_off = offsetof(%s, %s_len)", st, f.Name))
-	case udp.KindRecords, udp.KindLaunches:
+	case udp.KindRecords, udp.KindLaunches, udp.KindKernelTimes:
 		et := elemType[f.Kind]
 		p = append(p, fmt.Sprintf(".len_off = offsetof(%s, %s_n)", st, f.Name),
 			fmt.Sprintf(".elems = fk_wire_%s_fields", strings.TrimPrefix(et, "fk_")),
@@ -205,9 +217,15 @@ func wireHeader(schema []udp.MessageSpec) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, m := range in {
-		if m.kind == udp.KindRecords || m.kind == udp.KindLaunches {
-			return nil, fmt.Errorf("daemon → hook field %s is an array of elements, which hookclient/wire.c does not decode: teach it first", m.name)
+	for _, m := range schema {
+		n := 0
+		for _, f := range m.Fields {
+			if isArray(f.Kind) {
+				n++
+			}
+		}
+		if m.Dir == udp.ToHook && n > 1 {
+			return nil, fmt.Errorf("daemon → hook message %s has %d arrays: fk_decode_elems reads a message's one array", m.Name, n)
 		}
 	}
 	outBy, inBy := map[string]*member{}, map[string]*member{}
@@ -271,14 +289,14 @@ func wireHeader(schema []udp.MessageSpec) ([]byte, error) {
 	}
 
 	b.WriteString("\n/* A message the hook sends (hook → daemon): its type and the fields of\n * every such type, by name. An encoder reads the fields of its type. */\ntypedef struct fk_msg_out {\n\tint type;\n")
-	writeMembers(&b, out)
+	writeMembers(&b, out, false)
 	b.WriteString("} fk_msg_out;\n\n/* A message the hook receives (daemon → hook), decoded: its type and the\n * fields of every such type; strings point into the datagram. An optional\n * field that is absent reads as zero. */\ntypedef struct fk_msg_in {\n\tint type;\n")
-	writeMembers(&b, in)
+	writeMembers(&b, in, true)
 	b.WriteString(`} fk_msg_in;
 
 /* The table: each type's fields in wire order, as members of fk_msg_out
  * (hook → daemon) or fk_msg_in (daemon → hook). */
-enum fk_wire_kind { FK_K_UINT, FK_K_STR, FK_K_BIN16, FK_K_TRIPLE, FK_K_RECORDS, FK_K_LAUNCHES };
+enum fk_wire_kind { FK_K_UINT, FK_K_STR, FK_K_BIN16, FK_K_TRIPLE, FK_K_RECORDS, FK_K_LAUNCHES, FK_K_KERNEL_TIMES };
 enum { FK_DIR_TO_DAEMON = 1, FK_DIR_TO_HOOK = 2 };
 
 typedef struct fk_wire_field {
