@@ -108,6 +108,7 @@ enum fk_ev_type {
 	FK_EV_RUN_END,          /* a run ended */
 	FK_EV_EXIT,             /* the process exits */
 	FK_EV_FORK,             /* this is a forked child (pid) */
+	FK_EV_CALIBRATED,       /* the probe measured calibration seq: host_ns, device_ns, calib_flags */
 };
 
 typedef struct fk_ev {
@@ -133,6 +134,8 @@ typedef struct fk_ev {
 	uint32_t kernels, last_seq, pid; /* RUN_END; FORK: pid */
 	uint64_t run_ns;
 	uint8_t reason;
+	uint64_t host_ns, device_ns; /* CALIBRATED */
+	uint8_t calib_flags;
 } fk_ev;
 
 enum fk_act_type {
@@ -146,12 +149,14 @@ enum fk_act_type {
 	FK_ACT_REASK,       /* granted on a stale view: ask again for seq */
 	FK_ACT_RECORDS,     /* ship the run's measurements as run `run` (before the RunEnd that follows) */
 	FK_ACT_LOG,         /* level (log.h), text */
+	FK_ACT_CALIBRATE,   /* time the probe for calibration seq, ns long (probe.c) */
+	FK_ACT_KERNEL_TIMES, /* the message (KernelTimes) is the task's: store its table (kerneltimes.h) */
 };
 
 typedef struct fk_act {
 	int type, task;
 	uint32_t seq, run, reg_gen, profile_runs;
-	uint64_t until;
+	uint64_t until, ns;
 	int granted, level;
 	fk_who who;
 	union {

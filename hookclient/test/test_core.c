@@ -167,6 +167,12 @@ static void print_acts(const fk_acts *a)
 		case FK_ACT_LOG:
 			emit("log %s %s\n", level_name[x->level], x->text);
 			break;
+		case FK_ACT_CALIBRATE:
+			emit("calibrate task=%d seq=%" PRIu32 " probe=%s\n", x->task, x->seq, fmt_t(x->ns));
+			break;
+		case FK_ACT_KERNEL_TIMES:
+			emit("kernel-times task=%d\n", x->task);
+			break;
 		default:
 			emit("? action %d\n", x->type);
 		}
@@ -355,6 +361,11 @@ static void run(char *line)
 		ev.run_ns = dur(&a, "run-ns", 0);
 		ev.reason = (uint8_t)num(&a, "reason", FK_RUN_END_STREAM_SYNC);
 		ev.last_seq = (uint32_t)num(&a, "last-seq", 0);
+	} else if (!strcmp(cmd, "calibrated")) {
+		ev.type = FK_EV_CALIBRATED;
+		ev.host_ns = dur(&a, "host", 0);
+		ev.device_ns = dur(&a, "device", 0);
+		ev.calib_flags = (uint8_t)num(&a, "flags", 0);
 	} else if (!strcmp(cmd, "exit")) {
 		ev.type = FK_EV_EXIT;
 	} else if (!strcmp(cmd, "fork")) {

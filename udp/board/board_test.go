@@ -150,21 +150,21 @@ func TestWaiterSlot(t *testing.T) {
 	if b.Waiting(task, 2) || !b.Waiting(task, 1) {
 		t.Fatal("Waiting")
 	}
-	b.Grant(task, 2, 9, 0, 0) // not the request that waits: ignored
+	b.Grant(0, task, 2, 9, 0, 0) // not the request that waits: ignored
 	done := make(chan [2]uint32)
 	go func() {
 		c, ok := w.Await(task, 1, 5*time.Second)
 		done <- [2]uint32{c, map[bool]uint32{true: 1}[ok]}
 	}()
 	time.Sleep(20 * time.Millisecond)
-	b.Hold(task, 1, 123)
+	b.Hold(0, task, 1, 123)
 	select {
 	case r := <-done:
 		t.Fatalf("a hold ended the wait: %v", r)
 	case <-time.After(20 * time.Millisecond):
 	}
 	start := time.Now()
-	b.Grant(task, 1, 3, 10, 20)
+	b.Grant(0, task, 1, 3, 10, 20)
 	select {
 	case r := <-done:
 		if r != [2]uint32{3, 1} {

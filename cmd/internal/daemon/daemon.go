@@ -99,6 +99,8 @@ type Server struct {
 	auth       *udp.Authenticator // nil: no key; datagrams from other hosts are believed (--insecure)
 	uid        uint32             // the daemon's user
 	registered [board.GPUs]uint64 // what the board says is registered (publishRegistered)
+	hinted     [board.GPUs]board.Hint
+	hints      []scheduler.BoardHint // reused
 }
 
 // taskAddr is where a task's messages go.

@@ -85,6 +85,7 @@ var valueEnums = []struct {
 	{"RunEnd reasons", []cValue{{"FK_RUN_END_STREAM_SYNC", uint64(udp.ReasonStreamSync)}, {"FK_RUN_END_CTX_SYNC", uint64(udp.ReasonContextSync)},
 		{"FK_RUN_END_EVENT_SYNC", uint64(udp.ReasonEventSync)}, {"FK_RUN_END_DTOH_COPY", uint64(udp.ReasonCopyToHost)},
 		{"FK_RUN_END_EXPLICIT", uint64(udp.ReasonExplicit)}}},
+	{"Calibration flags", []cValue{{"FK_CALIB_MPS", uint64(udp.CalibrationMPS)}, {"FK_CALIB_FAILED", uint64(udp.CalibrationFailed)}}},
 	{"Error codes", []cValue{{"FK_ERR_UNKNOWN_TASK", uint64(udp.CodeUnknownTask)}, {"FK_ERR_VERSION", uint64(udp.CodeUnsupportedVersion)},
 		{"FK_ERR_MALFORMED", uint64(udp.CodeMalformed)}, {"FK_ERR_INVALID", uint64(udp.CodeInvalidValue)},
 		{"FK_ERR_OVERLOADED", uint64(udp.CodeOverloaded)}}},
@@ -446,8 +447,10 @@ func layoutText() []byte {
 	for _, e := range board.Layout {
 		fmt.Fprintf(&b, "%s %d %d\n", e.Name, e.Offset, e.Size)
 	}
-	b.WriteString(`# magic is the bytes "FIKITBD1"; version 1; gpus 16; level p of GPU section i at 64 + 128 i + 16 + 8 p;
+	b.WriteString(`# magic is the bytes "FIKITBD1"; version 2; gpus 16; level p of GPU section i at 64 + 256 i + 16 + 8 p;
 # registered: bit p set while a task of priority p is registered on the GPU (written by the daemon);
+# run_end_ns p: the latest run end of priority p (hooks); next_ns, switch_ns, resume_prio, flags:
+# the daemon's hints (udp/board/board.go Hint); wake: futex word of the GPU's sleeping waiters;
 # task t's waiter slot is slot t mod slots, at slots_offset + slot_stride (t mod slots): task, gen,
 # grant_seq, credit, seen_ns, expires_ns, hold_ns written by the daemon, wait_seq by the hook; gen is
 # the futex word (udp/board/board.go)
@@ -515,7 +518,7 @@ func boardHeader() ([]byte, error) {
 
 `)
 	for _, c := range board.LayoutConstants {
-		if c.Name == "MAGIC" {
+		if c.Value > math.MaxInt32 {
 			fmt.Fprintf(&b, "#define FK_BOARD_%s %#xull\n", c.Name, c.Value)
 		} else {
 			fmt.Fprintf(&b, "#define FK_BOARD_%s %d\n", c.Name, c.Value)
