@@ -174,12 +174,16 @@ func (b *Board) SetHint(gpu int, h Hint) {
 }
 
 // RunEnd writes that priority prio ended a run at time at on section gpu,
-// as a hook does (the word only moves forward; tests).
+// as a hook does (the word only moves forward), and wakes the threads
+// sleeping on the section's wake word if any sleep there (tests).
 func (b *Board) RunEnd(gpu, prio int, at int64) {
 	if b.mem == nil || gpu < 0 || gpu >= GPUs || prio < 0 || prio >= Levels {
 		return
 	}
 	forward(b.word(headerSize+gpu*gpuStride+offRunEnd+8*prio), at)
+	if b.word32(headerSize+gpu*gpuStride+offSleepers).Load() != 0 {
+		b.wake(gpu)
+	}
 }
 
 // RunEnds returns the latest run end the hooks wrote for each priority of
