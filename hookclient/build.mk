@@ -54,9 +54,9 @@ $(BIN)/hook-launcher: $(HOOK_DIR)/tools/hook-launcher.c | cuda-headers
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS_BASE) -I$(CUDA_ROOT)/include -pthread -o $@ $< -L$(CUDA_STUB) -lcuda -ldl
 
-$(BIN)/hook-bench: $(HOOK_DIR)/tools/hook-bench.c | cuda-headers
+$(BIN)/hook-bench: $(HOOK_DIR)/tools/hook-bench.c $(HOOK_DIR)/board_gen.h | cuda-headers
 	@mkdir -p $(BIN)
-	$(CC) $(CFLAGS_BASE) -I$(CUDA_ROOT)/include -pthread -o $@ $< -L$(CUDA_STUB) -lcuda
+	$(CC) $(CFLAGS_BASE) -I$(CUDA_ROOT)/include -I$(HOOK_DIR) -pthread -o $@ $< -L$(CUDA_STUB) -lcuda
 
 # test_core runs the core's scenarios (test/testdata/core; FIKIT_REWRITE=1
 # rewrites them). circles fails if the library's files depend on each other
