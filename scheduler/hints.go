@@ -19,7 +19,8 @@ type KernelTime struct {
 }
 
 // KernelTimes gives a task's hook the predicted durations of its kernels
-// (its profile's means, by kernel ID; DefaultNs for one not in it) and the
+// (its profile's p90 by kernel ID; DefaultNs, the task's p90, for one not
+// in it) and the
 // bound on its predicted GPU time in flight (BoundNs; 0: none, the hook
 // bounds a holder by count), which it keeps while a better priority is
 // registered on its GPU: a device-time cursor, advanced by each launch's
@@ -44,7 +45,10 @@ func (n *Node) sendKernelTimes(t *task) {
 		kt.BoundNs = n.cfg.InflightBudget
 	}
 	for id, k := range t.est.Kernels {
-		kt.Kernels = append(kt.Kernels, KernelTime{ID: id, Ns: max(k.MeanNs, 1)})
+		// The p90, as for a waiting kernel: one ID may run for different
+		// times (a GEMM of several shapes in one grid), and a bound kept
+		// from means would let the long ones past it.
+		kt.Kernels = append(kt.Kernels, KernelTime{ID: id, Ns: max(k.P90Ns, k.MeanNs, 1)})
 	}
 	sort.Slice(kt.Kernels, func(i, j int) bool { return kt.Kernels[i].ID < kt.Kernels[j].ID })
 	n.out.KernelTimes = append(n.out.KernelTimes, kt)
