@@ -423,6 +423,7 @@ func (n *Node) deadline() int64 {
 		if g.waiting() > 0 {
 			at(n.turnEnd(g))
 		}
+		at(n.calibrateAt(g))
 		if g.waiting() == 0 {
 			continue
 		}

@@ -132,6 +132,17 @@ func (n *Node) maybeCalibrate(g *gpu) {
 	n.out.Calibrations = append(n.out.Calibrations, Calibration{Task: by.id, Seq: s.seq, ProbeNs: ProbeNs})
 }
 
+// calibrateAt is when g's open window starts (less the grant lead) if a
+// calibration is due by then: maybeCalibrate asks at that time, waiting
+// requests or not (0: none due).
+func (n *Node) calibrateAt(g *gpu) int64 {
+	s := &g.sw
+	if n.cfg.SwitchCost >= 0 || s.mps || s.seq != 0 || !g.window.open || g.lpInWindow || s.nextAsk >= g.window.end {
+		return 0
+	}
+	return maxi(s.nextAsk, g.window.start-n.cfg.GrantLead)
+}
+
 // calibrated takes in a hook's answer.
 func (n *Node) calibrated(t *task, e SwitchCalibrated) {
 	s := &t.gpu.sw
