@@ -87,13 +87,13 @@ static void load(fk_task *t, probe *p)
 	p->ready = 1;
 }
 
-/* One probe launch of ns nanoseconds, then ev recorded after it. */
+/* One probe launch of ns nanoseconds, then ev (if any) recorded after it. */
 static int launch(probe *p, uint64_t ns, CUevent ev)
 {
 	__typeof__(&cuLaunchKernel) real = FK_REAL(FK_SLOT_cuLaunchKernel, cuLaunchKernel);
 	void *params[] = {&ns};
 	return real(p->fn, 1, 1, 1, 32, 1, 1, 0, p->s, params, NULL) == CUDA_SUCCESS &&
-	       fk_drv.cuEventRecord(ev, p->s) == CUDA_SUCCESS;
+	       (!ev || fk_drv.cuEventRecord(ev, p->s) == CUDA_SUCCESS);
 }
 
 int fk_probe_launch(fk_task *t, uint64_t ns)
@@ -103,11 +103,7 @@ int fk_probe_launch(fk_task *t, uint64_t ns)
 		return 0;
 	if (!p->ready)
 		load(t, p);
-	if (p->ready < 0 || p->stage)
-		return 0;
-	__typeof__(&cuLaunchKernel) real = FK_REAL(FK_SLOT_cuLaunchKernel, cuLaunchKernel);
-	void *params[] = {&ns};
-	return real(p->fn, 1, 1, 1, 32, 1, 1, 0, p->s, params, NULL) == CUDA_SUCCESS;
+	return p->ready > 0 && !p->stage && launch(p, ns, NULL);
 }
 
 static void answer(fk_task *t, probe *p, uint64_t host, uint64_t device, uint8_t flags)

@@ -257,79 +257,57 @@ func (d *Decoder) field(i int, f field) error {
 }
 
 func (d *Decoder) launches() error {
-	n, err := d.arrayLen()
-	if err != nil {
-		return err
-	}
-	// n ≤ remaining bytes (arrayLen): bounded by the datagram's size.
-	if cap(d.lns) < n {
-		d.lns = make([]Launch, 0, n)
-	}
-	ls := d.lns[:0]
-	for j := range n {
-		m, err := d.arrayLen()
-		if err != nil {
-			return fmt.Errorf("launch %d: %w", j, err)
-		}
-		if m < 2 {
-			return fmt.Errorf("launch %d: %d elements: %w", j, m, ErrMissingField)
-		}
-		var v [2]uint64
-		for k, f := range &launchFields {
-			if v[k], err = d.uint(f); err != nil {
-				return fmt.Errorf("launch %d: %s: %w", j, f.name, err)
-			}
-		}
-		if err := d.skip(m - 2); err != nil {
-			return fmt.Errorf("launch %d: extra element: %w", j, err)
-		}
-		ls = append(ls, Launch{KernelID: v[0], OffsetNS: uint32(v[1])})
-	}
-	d.lns = ls
+	ls, err := pairs(d, "launch", &launchFields, &d.lns, func(a, b uint64) Launch { return Launch{KernelID: a, OffsetNS: uint32(b)} })
 	d.v.l = ls
-	if n == 0 {
-		d.v.l = nil
-	}
-	return nil
+	return err
 }
 
 var launchFields = [2]field{u64("kernel_id"), u32("offset_ns")}
 
 func (d *Decoder) kernelTimes() error {
+	ks, err := pairs(d, "kernel", &kernelTimeFields, &d.kts,
+		func(a, b uint64) KernelTime { return KernelTime{KernelID: a, DurationNS: uint32(b)} })
+	d.v.k = ks
+	return err
+}
+
+// pairs decodes an array of two-field elements (what names one in errors),
+// each made by mk, into *buf (reused: it grows to the datagram's size at
+// most once per Decoder). An empty array is nil.
+func pairs[T any](d *Decoder, what string, fields *[2]field, buf *[]T, mk func(a, b uint64) T) ([]T, error) {
 	n, err := d.arrayLen()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// n ≤ remaining bytes (arrayLen): bounded by the datagram's size.
-	if cap(d.kts) < n {
-		d.kts = make([]KernelTime, 0, n)
+	if cap(*buf) < n {
+		*buf = make([]T, 0, n)
 	}
-	ks := d.kts[:0]
+	out := (*buf)[:0]
 	for j := range n {
 		m, err := d.arrayLen()
 		if err != nil {
-			return fmt.Errorf("kernel %d: %w", j, err)
+			return nil, fmt.Errorf("%s %d: %w", what, j, err)
 		}
 		if m < 2 {
-			return fmt.Errorf("kernel %d: %d elements: %w", j, m, ErrMissingField)
+			return nil, fmt.Errorf("%s %d: %d elements: %w", what, j, m, ErrMissingField)
 		}
 		var v [2]uint64
-		for k, f := range &kernelTimeFields {
+		for k, f := range fields {
 			if v[k], err = d.uint(f); err != nil {
-				return fmt.Errorf("kernel %d: %s: %w", j, f.name, err)
+				return nil, fmt.Errorf("%s %d: %s: %w", what, j, f.name, err)
 			}
 		}
 		if err := d.skip(m - 2); err != nil {
-			return fmt.Errorf("kernel %d: extra element: %w", j, err)
+			return nil, fmt.Errorf("%s %d: extra element: %w", what, j, err)
 		}
-		ks = append(ks, KernelTime{KernelID: v[0], DurationNS: uint32(v[1])})
+		out = append(out, mk(v[0], v[1]))
 	}
-	d.kts = ks
-	d.v.k = ks
+	*buf = out
 	if n == 0 {
-		d.v.k = nil
+		return nil, nil
 	}
-	return nil
+	return out, nil
 }
 
 var kernelTimeFields = [2]field{u64("kernel_id"), u32("duration_ns")}

@@ -262,51 +262,40 @@ func parseValue(v *values, i int, f field, s string) error {
 		}
 		return nil
 	case kLaunches:
-		in, err := bracketed(s)
-		if err != nil || in == "" {
-			return err
-		}
-		for ls := range strings.SplitSeq(in, ";") {
-			lin, err := bracketed(ls)
-			if err != nil {
-				return err
-			}
-			parts := strings.Split(lin, ",")
-			if len(parts) != 2 {
-				return fmt.Errorf("launch %q is not [id,offset]: %w", ls, ErrSyntax)
-			}
-			var x [2]uint64
-			for k, p := range parts {
-				if x[k], err = parseUint(p, launchFields[k]); err != nil {
-					return fmt.Errorf("launch %q: %w", ls, err)
-				}
-			}
-			v.l = append(v.l, Launch{KernelID: x[0], OffsetNS: uint32(x[1])})
-		}
-		return nil
+		return parsePairs(s, "launch", "[id,offset]", &launchFields, func(a, b uint64) {
+			v.l = append(v.l, Launch{KernelID: a, OffsetNS: uint32(b)})
+		})
 	case kKernelTimes:
-		in, err := bracketed(s)
-		if err != nil || in == "" {
-			return err
-		}
-		for ks := range strings.SplitSeq(in, ";") {
-			kin, err := bracketed(ks)
-			if err != nil {
-				return err
-			}
-			parts := strings.Split(kin, ",")
-			if len(parts) != 2 {
-				return fmt.Errorf("kernel %q is not [id,duration]: %w", ks, ErrSyntax)
-			}
-			var x [2]uint64
-			for k, p := range parts {
-				if x[k], err = parseUint(p, kernelTimeFields[k]); err != nil {
-					return fmt.Errorf("kernel %q: %w", ks, err)
-				}
-			}
-			v.k = append(v.k, KernelTime{KernelID: x[0], DurationNS: uint32(x[1])})
-		}
-		return nil
+		return parsePairs(s, "kernel", "[id,duration]", &kernelTimeFields, func(a, b uint64) {
+			v.k = append(v.k, KernelTime{KernelID: a, DurationNS: uint32(b)})
+		})
 	}
 	panic("udp: unknown field kind")
+}
+
+// parsePairs reads [[a,b];…] of two-field elements (what, written form, for
+// errors), giving each to add.
+func parsePairs(s, what, form string, fields *[2]field, add func(a, b uint64)) error {
+	in, err := bracketed(s)
+	if err != nil || in == "" {
+		return err
+	}
+	for es := range strings.SplitSeq(in, ";") {
+		ein, err := bracketed(es)
+		if err != nil {
+			return err
+		}
+		parts := strings.Split(ein, ",")
+		if len(parts) != 2 {
+			return fmt.Errorf("%s %q is not %s: %w", what, es, form, ErrSyntax)
+		}
+		var x [2]uint64
+		for k, p := range parts {
+			if x[k], err = parseUint(p, fields[k]); err != nil {
+				return fmt.Errorf("%s %q: %w", what, es, err)
+			}
+		}
+		add(x[0], x[1])
+	}
+	return nil
 }
