@@ -56,6 +56,10 @@ typedef struct probe {
 	int stage;
 	uint32_t seq;
 	uint64_t probe_ns, t0, t2, started;
+	/* What would spoil the sample: the task's launches, a better
+	 * priority's launch (its kernels beside the probes), at the start. */
+	uint32_t launches;
+	uint64_t above;
 } probe;
 
 static probe probes[FK_MAX_TASKS]; /* sender thread only */
@@ -106,6 +110,15 @@ int fk_probe_launch(fk_task *t, uint64_t ns)
 	return p->ready > 0 && !p->stage && launch(p, ns, NULL);
 }
 
+/* The task's launch count and the board's latest better launch now. */
+static void disturbances(fk_task *t, uint32_t *launches, uint64_t *above)
+{
+	fk_board *b = atomic_load_explicit(&t->board, memory_order_relaxed);
+	fk_board_gpu *bg = atomic_load_explicit(&t->bgpu, memory_order_relaxed);
+	*launches = atomic_load_explicit(&t->seq, memory_order_relaxed);
+	*above = b && bg ? fk_board_above(b, bg, fk_cfg.priority, fk_now_ns()) : 0;
+}
+
 static void answer(fk_task *t, probe *p, uint64_t host, uint64_t device, uint8_t flags)
 {
 	p->stage = 0;
@@ -135,6 +148,7 @@ void fk_probe_calibrate(fk_task *t, uint32_t seq, uint64_t probe_ns)
 		answer(t, p, 0, 0, p->mps ? FK_CALIB_MPS : FK_CALIB_FAILED);
 		return;
 	}
+	disturbances(t, &p->launches, &p->above);
 	p->t0 = p->started = fk_now_ns();
 	if (!launch(p, probe_ns, p->e1)) {
 		answer(t, p, 0, 0, FK_CALIB_FAILED);
@@ -174,7 +188,13 @@ int fk_probe_poll(void)
 			continue;
 		}
 		float ms = 0;
-		if (fk_drv.cuEventElapsedTime(&ms, p->e1, p->e2) != CUDA_SUCCESS || ms < 0) {
+		uint32_t launches;
+		uint64_t above;
+		disturbances(t, &launches, &above);
+		if (launches != p->launches || above != p->above ||
+		    fk_drv.cuEventElapsedTime(&ms, p->e1, p->e2) != CUDA_SUCCESS || ms < 0) {
+			/* Its own kernels, or a better priority's, may have run
+			 * beside the probes: the times mean nothing. */
 			answer(t, p, 0, 0, FK_CALIB_FAILED);
 			continue;
 		}

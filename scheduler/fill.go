@@ -391,6 +391,7 @@ func (n *Node) idleThreshold(h *task) int64 {
 // schedule grants what g's state allows now.
 func (n *Node) schedule(g *gpu) {
 	n.maybeCalibrate(g)
+	g.held = n.calibrating(g)
 	if g.waiting() == 0 {
 		return
 	}
@@ -506,8 +507,11 @@ func (n *Node) profilingRun(g *gpu) *task {
 }
 
 // mayFill reports whether r may be granted while g.measuring's profiling
-// run lasts.
+// run lasts, and g.held is not being calibrated.
 func (g *gpu) mayFill(r *request) bool {
+	if r.t == g.held {
+		return false
+	}
 	m := g.measuring
 	return m == nil || r.t == m || r.t.prio < m.prio
 }

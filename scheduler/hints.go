@@ -78,7 +78,9 @@ type BoardHint struct {
 // It only reads the core.
 func (n *Node) BoardHints(dst []BoardHint) []BoardHint {
 	for _, g := range n.order {
-		h := BoardHint{GPU: g.uuid, SwitchNs: n.switchCost(g), Resume: n.cfg.BoardResume, ResumePrio: 10}
+		// No resume while a waiter's probes are due or timed (switchcost.go).
+		h := BoardHint{GPU: g.uuid, SwitchNs: n.switchCost(g), Resume: n.cfg.BoardResume && !n.calibrationDue(g),
+			ResumePrio: 10}
 		hp := n.holderPrio(g)
 		worst := uint8(0)
 		for _, t := range g.tasks {

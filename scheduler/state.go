@@ -127,8 +127,10 @@ type gpu struct {
 	// while it lasts nothing of its priority or lower but its own
 	// kernels is granted (see profilingRun).
 	measuring *task
-	// sw is the GPU's measured switch (switchcost.go).
-	sw switchEstimate
+	// sw is the GPU's measured switch (switchcost.go); held the waiter
+	// being calibrated, granted nothing meanwhile.
+	sw   switchEstimate
+	held *task
 }
 
 // fillWindow is a predicted stretch of holder idleness.

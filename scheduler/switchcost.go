@@ -8,9 +8,13 @@ import "slices"
 // holder's run (another context ran last) against the same kernel right
 // after its own; the difference is one switch. The hook reports the host
 // time between the two launches and the device time between their ends
-// (their events): host − device is the switch the first launch paid. A
+// (their events): host − device is the switch the first one paid. A
 // median of recent samples is the GPU's estimate; a hook that finds MPS
-// (no time slicing between its clients) makes it 0.
+// (no time slicing between its clients) makes it 0. While it measures
+// (calibHold at most) the waiter is granted nothing, and from the time a
+// measurement is due none may resume on the board: its own kernels queued
+// beside the probes would be measured with them (the hook also discards a
+// sample its task, or a better one, launched during).
 
 // ProbeNs is how long the hook's calibration kernel spins.
 const ProbeNs = 5000
@@ -49,6 +53,10 @@ const (
 	// that does not know the message).
 	calibTimeout  = int64(1e9)
 	calibFailures = 2
+	// calibHold: how long the calibrating waiter is held back at most
+	// (the probes take a switch, two 5 µs kernels and the hook's sender
+	// polling between them, a few hundred µs).
+	calibHold = int64(2e6)
 	// maxSwitchSample bounds a sample: more is another context's work that
 	// ran at the probe, not a switch.
 	maxSwitchSample = int64(10e6)
@@ -63,6 +71,7 @@ type switchEstimate struct {
 	seq      uint32
 	task     TaskID
 	asked    int64
+	hold     int64 // the waiter is held back until then, or the answer
 	nextAsk  int64
 	lastSeq  uint32
 	answered uint64
@@ -109,18 +118,12 @@ func (n *Node) maybeCalibrate(g *gpu) {
 	if g.window.end-start < 2*sw+4*ProbeNs {
 		return
 	}
-	var by *task
-	for _, t := range g.tasks {
-		if t.role == RoleWaiter && t.phase == PhaseSharing && t.calibMissed < calibFailures && n.wants(t) {
-			by = t
-			break
-		}
-	}
+	by := n.calibrator(g)
 	if by == nil {
 		return
 	}
 	s.lastSeq++
-	s.seq, s.task, s.asked = s.lastSeq, by.id, n.now
+	s.seq, s.task, s.asked, s.hold = s.lastSeq, by.id, n.now, n.now+calibHold
 	every := n.cfg.SwitchCalibrate
 	if len(s.samples) < warmSamples {
 		every /= warmFactor
@@ -132,11 +135,47 @@ func (n *Node) maybeCalibrate(g *gpu) {
 	n.out.Calibrations = append(n.out.Calibrations, Calibration{Task: by.id, Seq: s.seq, ProbeNs: ProbeNs})
 }
 
+// calibrator is the waiter of g to ask for a measurement (nil: none): one
+// that wants the GPU, shares it and has answered before.
+func (n *Node) calibrator(g *gpu) *task {
+	for _, t := range g.tasks {
+		if t.role == RoleWaiter && t.phase == PhaseSharing && t.calibMissed < calibFailures && n.wants(t) {
+			return t
+		}
+	}
+	return nil
+}
+
+// calibrationDue reports whether g's switch is to be measured at the next
+// window, or is being measured: the board then lets no waiter resume (a
+// waiter that resumed at the holder's run end would launch its kernels
+// beside the probes).
+func (n *Node) calibrationDue(g *gpu) bool {
+	s := &g.sw
+	if n.cfg.SwitchCost >= 0 || s.mps {
+		return false
+	}
+	return n.calibrating(g) != nil || s.seq == 0 && n.now >= s.nextAsk && n.calibrator(g) != nil
+}
+
+// calibrating is the waiter of g being calibrated, held back meanwhile
+// (nil: none).
+func (n *Node) calibrating(g *gpu) *task {
+	s := &g.sw
+	if s.seq == 0 || n.now >= s.hold {
+		return nil
+	}
+	return n.tasks[s.task]
+}
+
 // calibrateAt is when g's open window starts (less the grant lead) if a
 // calibration is due by then: maybeCalibrate asks at that time, waiting
 // requests or not (0: none due).
 func (n *Node) calibrateAt(g *gpu) int64 {
 	s := &g.sw
+	if s.seq != 0 && n.now < s.hold {
+		return s.hold // the held-back waiter goes then, answer or not
+	}
 	if n.cfg.SwitchCost >= 0 || s.mps || s.seq != 0 || !g.window.open || g.lpInWindow || s.nextAsk >= g.window.end {
 		return 0
 	}
@@ -151,6 +190,7 @@ func (n *Node) calibrated(t *task, e SwitchCalibrated) {
 	}
 	s.seq = 0
 	t.calibMissed = 0
+	defer n.schedule(t.gpu) // what was held back for it goes now
 	switch {
 	case e.MPS:
 		s.mps = true
