@@ -58,7 +58,11 @@ func CreateShared(path string, gid int) (*Board, error) {
 			return nil, fmt.Errorf("board: %w", err)
 		}
 	}
-	if err := f.Truncate(FileSize); err != nil {
+	// Every page written now, not left sparse: a page first written
+	// through the mapping on a full file system (a tmpfs data directory)
+	// faults with SIGBUS, in the daemon or in a hook. Here the creation
+	// fails instead, and hooks go by UDP alone.
+	if _, err := f.WriteAt(make([]byte, FileSize), 0); err != nil {
 		os.Remove(tmp)
 		return nil, fmt.Errorf("board: size %s: %w", tmp, err)
 	}

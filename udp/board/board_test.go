@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fikit/fikit/store/storetest"
 )
 
 // TestLayout checks the layout's table (from which the hook's structs and
@@ -197,5 +199,36 @@ func TestWaiterSlot(t *testing.T) {
 	}
 	if !b.Claim(task + Slots) {
 		t.Error("a released slot cannot be claimed again")
+	}
+}
+
+// A board is made of written pages, not a sparse file: on a file system
+// that fills up (a tmpfs data directory) a page first written through a
+// mapping faulted with SIGBUS, in the daemon (its hints, a slot) or a hook.
+// With too little room the board is not made at all (the daemon then runs
+// by UDP alone); with room, every page is there before anyone maps it.
+func TestCreateOnAFullFileSystem(t *testing.T) {
+	dir := storetest.Tmpfs(t, 1<<20)
+	if _, err := storetest.Fill(dir, FileSize/2); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := Create(filepath.Join(dir, "board")); err == nil {
+		b.Close()
+		t.Fatal("a board was made with half its size free")
+	}
+	dir = storetest.Tmpfs(t, 1<<20)
+	b, err := Create(filepath.Join(dir, "board"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := storetest.Fill(dir, 0); err != nil {
+		t.Fatal(err)
+	}
+	// The last GPU section and the last slot, written into a full file
+	// system: no fault.
+	b.SetHint(GPUs-1, Hint{NextNs: 1, SwitchNs: 2, Resume: true, ResumePrio: 3})
+	if !b.Claim(Slots - 1) {
+		t.Fatal("claim of the last slot")
 	}
 }
