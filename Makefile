@@ -6,6 +6,8 @@
 #   make install  PREFIX=/usr/local DESTDIR=; make uninstall; make image (docs/deploy.md)
 #   make bench    the benchmark suite (fikit bench; BENCHFLAGS=--quick for the short one)
 #   make fuzz     the fuzz targets, longer than in make test
+#   make soak     services coming and going around one daemon (SOAK=30m)
+#   make test-asan / test-tsan   the C side under sanitizers (in make test)
 #
 # C code builds against NVIDIA's real cuda.h; simgpu/cuda-headers.sh finds an
 # installed toolkit or fetches Debian's nvidia-cuda-dev headers once per machine.
@@ -103,6 +105,66 @@ fuzz-run:
 	    rm -f /tmp/fikit-fuzz.$$$$.log; \
 	  done; \
 	done
+
+# ---- sanitizers (issue 24; docs/operations.md "Sanitizers") ----
+# The hook, simgpu, their C tests and the launcher, built a second time
+# instrumented (gcc's runtimes) into build/<san> and bin/<san>, by the same
+# rules with CC carrying the flags. Then the C tests and the hooked C
+# services of tests/ (hook-launcher under a fake daemon: holder, waiter,
+# board gate, profiling, graphs, fork, threads, daemon gone and back) run
+# under the runtime. Any report fails the target: the runtimes exit non-zero
+# and write it under build/<san>/reports, which must hold no error (LSan's
+# "thread was not suspended" warning in a forked child is not one).
+#
+# The runtime comes first in LD_PRELOAD (FIKIT_TEST_PRELOAD, prepended by
+# tests/hook_helpers_test.go): it must be initialized before any
+# instrumented library, and it resolves its interceptors with
+# dlsym(RTLD_NEXT), which the hook interposes.
+SAN_TESTS = ^TestHook(Paths|Waiter|BadEnvironment|SchedulerChanges|SilentAfterGoodbye|ProfilingExit|Gate|InflightBound|RetransmitsRegister|ManyThreads|DaemonGoneAndBack|NullFunction)$$
+SAN_FLAGS_asan = -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+SAN_FLAGS_tsan = -fsanitize=thread -fno-omit-frame-pointer
+SAN_RT_asan    = libasan.so
+SAN_RT_tsan    = libtsan.so
+# halt_on_error: the first report ends the process with exitcode.
+SAN_ENV_asan   = HOOK_LAUNCHER_FORK_SETTLE_MS=300 ASAN_OPTIONS=halt_on_error=1:exitcode=86:detect_leaks=1:log_path=$(BUILD)/asan/reports/asan \
+                 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=86:log_path=$(BUILD)/asan/reports/ubsan \
+                 LSAN_OPTIONS=exitcode=86
+SAN_ENV_tsan   = TSAN_OPTIONS=halt_on_error=1:exitcode=86:second_deadlock_stack=1:die_after_fork=0:log_path=$(BUILD)/tsan/reports/tsan
+.PHONY: test-asan test-tsan test-san-%
+test-asan: test-san-asan
+test-tsan: test-san-tsan
+test-san-%: cuda-headers
+	@rm -rf $(BUILD)/$*/reports; mkdir -p $(BUILD)/$*/reports
+	@rt=$$(readlink -f $$($(CC) -print-file-name=$(SAN_RT_$*))); \
+	  test -f "$$rt" || { echo "no $(SAN_RT_$*) for $(CC): install gcc's sanitizer runtimes" >&2; exit 1; }
+	$(SAN_ENV_$*) FIKIT_TEST_SANITIZED=1 $(MAKE) --no-print-directory BUILD=$(BUILD)/$* BIN=$(BIN)/$* \
+		CC="$(CC) $(SAN_FLAGS_$*)" hook simgpu test-hook test-simgpu
+	rt=$$(readlink -f $$($(CC) -print-file-name=$(SAN_RT_$*))); \
+	  $(SAN_ENV_$*) FIKIT_TEST_PRELOAD=$$rt FIKIT_BIN=$(BIN)/$* $(GOCUDA) \
+	  $(GO) test -count=1 -timeout 20m -run '$(SAN_TESTS)' $(GOTESTFLAGS) ./tests/
+	@if grep -l -E 'ERROR: |runtime error|WARNING: ThreadSanitizer' $(BUILD)/$*/reports/* 2>/dev/null; then \
+	  echo "$* reports:"; cat $(BUILD)/$*/reports/*; exit 1; fi; \
+	  echo "$*: no reports ($$(ls $(BUILD)/$*/reports | wc -l) files of runtime warnings only)"
+
+# ---- C fuzzing (issue 24; hookclient/fuzz/build.mk) ----
+include hookclient/fuzz/build.mk
+# Added to make test and make fuzz here, so their own lines stay as they are.
+test: fuzz-c-brief test-asan test-tsan
+fuzz: fuzz-c
+
+# ---- soak (issue 24; tests/soak_test.go, docs/operations.md "Soak") ----
+# Services of mixed priorities under fixed task keys start, run and end
+# (clean, killed, SIGSTOPped and resumed or killed) wave after wave around
+# one daemon, sampled after every wave; fails where a resource's trend over
+# the second half still rises. `make test` runs it for 40 s (TestSoak).
+SOAK        ?= 30m
+SOAK_REPORT ?= $(BUILD)/soak.md
+.PHONY: soak
+soak: all
+	@mkdir -p $(dir $(SOAK_REPORT))
+	$(GOCUDA) FIKIT_BIN=$(BIN) FIKIT_SOAK=$(SOAK) FIKIT_SOAK_REPORT=$(SOAK_REPORT) \
+		$(GO) test -p 1 -count=1 -timeout 24h -run '^TestSoak$$' -v $(GOTESTFLAGS) ./tests/ | grep -v '^=== RUN'; \
+		rc=$${PIPESTATUS[0]}; echo "soak report: $(SOAK_REPORT)"; exit $$rc
 
 clean:
 	rm -rf $(BIN) $(BUILD)

@@ -24,7 +24,7 @@ typedef struct fk_board_gpu {
 	_Atomic uint64_t run_end_ns[10];
 	_Atomic uint64_t next_ns;
 	_Atomic uint64_t switch_ns;
-	_Atomic uint32_t resume_prio;
+	_Atomic uint32_t resume_task;
 	_Atomic uint32_t flags;
 	_Atomic uint32_t wake;
 	_Atomic uint32_t sleepers;
@@ -61,7 +61,7 @@ _Static_assert(offsetof(fk_board_gpu, registered) == 96, "gpu.registered");
 _Static_assert(offsetof(fk_board_gpu, run_end_ns) == 104, "gpu.run_end_ns");
 _Static_assert(offsetof(fk_board_gpu, next_ns) == 184, "gpu.next_ns");
 _Static_assert(offsetof(fk_board_gpu, switch_ns) == 192, "gpu.switch_ns");
-_Static_assert(offsetof(fk_board_gpu, resume_prio) == 200, "gpu.resume_prio");
+_Static_assert(offsetof(fk_board_gpu, resume_task) == 200, "gpu.resume_task");
 _Static_assert(offsetof(fk_board_gpu, flags) == 204, "gpu.flags");
 _Static_assert(offsetof(fk_board_gpu, wake) == 208, "gpu.wake");
 _Static_assert(offsetof(fk_board_gpu, sleepers) == 212, "gpu.sleepers");

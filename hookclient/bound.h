@@ -55,15 +55,15 @@ static inline uint64_t fk_bound_until(uint64_t cursor, uint64_t now, uint64_t du
 /* What a resume looks at on the board, read once. */
 typedef struct fk_resume_view {
 	int on;            /* board.flags has FK_BOARD_FLAG_RESUME, the daemon alive */
-	int prio_ok;       /* board.resume_prio is the task's priority */
+	int task_ok;       /* board.resume_task is the task */
 	int better_in_run; /* a better priority launched since its latest run end */
 	uint64_t next;     /* board.next_ns */
 	uint64_t sw;       /* board.switch_ns */
 } fk_resume_view;
 
 /* Whether a waiter may launch a kernel of predicted duration dur without
- * asking, on the board's word: its priority is the one the daemon lets
- * resume, every better priority is between runs, and their predicted next
+ * asking, on the board's word: it is the task the daemon lets resume (of
+ * the best waiting priority, whose fair turn it is), every better priority is between runs, and their predicted next
  * run leaves room for the kernel after the task's work in flight — and,
  * with nothing in flight, for the switch to it and the one back as well
  * (a gap that does not pay for both is not worth taking). An unknown or
@@ -71,7 +71,7 @@ typedef struct fk_resume_view {
  * still holds). */
 static inline int fk_resume_ok(const fk_resume_view *v, uint64_t cursor, uint64_t now, uint64_t dur)
 {
-	if (!v->on || !v->prio_ok || v->better_in_run)
+	if (!v->on || !v->task_ok || v->better_in_run)
 		return 0;
 	if (v->next == FK_NEXT_NONE)
 		return 1;

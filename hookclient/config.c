@@ -66,6 +66,7 @@ void fk_config_load(fk_config *c, fk_getenv_fn get, fk_report_fn report)
 	snprintf(c->host, sizeof c->host, "%s", FK_DEFAULT_HOST);
 	c->port = FK_DEFAULT_PORT;
 	c->priority = FK_DEFAULT_PRIORITY;
+	c->weight = FK_DEFAULT_WEIGHT;
 	c->log_level = FK_LOG_WARN;
 	c->grant_timeout_ms = FK_DEFAULT_GRANT_TIMEOUT_MS;
 	c->connect_timeout_ms = FK_DEFAULT_CONNECT_TIMEOUT_MS;
@@ -111,6 +112,12 @@ void fk_config_load(fk_config *c, fk_getenv_fn get, fk_report_fn report)
 			c->priority = (int)n;
 		else
 			bad(report, "FIKIT_PRIORITY", v, "an integer 0 (highest) to 9", "5");
+	}
+	if ((v = get("FIKIT_WEIGHT")) && *v) {
+		if (parse_int(v, 1, FK_MAX_WEIGHT, &n) == 0)
+			c->weight = (int)n;
+		else
+			bad(report, "FIKIT_WEIGHT", v, "an integer 1-" FK_XSTR(FK_MAX_WEIGHT), FK_XSTR(FK_DEFAULT_WEIGHT));
 	}
 	/* An empty FIKIT_TASK_KEY counts as unset (as kernelid.ResolveTaskKey). */
 	if ((v = get("FIKIT_TASK_KEY")) && *v) {

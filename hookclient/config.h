@@ -10,6 +10,10 @@
 #define FK_DEFAULT_HOST "127.0.0.1"
 #define FK_DEFAULT_PORT 7070
 #define FK_DEFAULT_PRIORITY 5
+/* Share among tasks of the same priority on a GPU (docs/scheduler.md
+ * "Equals"); udp.DefaultWeight and udp.MaxWeight. */
+#define FK_DEFAULT_WEIGHT 1
+#define FK_MAX_WEIGHT 100
 #define FK_DEFAULT_GRANT_TIMEOUT_MS 200
 /* How long the first launch waits for the answer to its Register. A daemon
  * that is not there answers at once (ICMP: connection refused); one that is
@@ -32,6 +36,7 @@ typedef struct fk_config {
 	char host[256]; /* numeric address or name, without IPv6 brackets */
 	int port;
 	int priority;
+	int weight;       /* FIKIT_WEIGHT */
 	int task_key_set; /* FIKIT_TASK_KEY given */
 	char task_key[FK_TASK_KEY_MAX + 1];
 	int log_level;

@@ -37,6 +37,7 @@ static void init_locked(void)
 	if (ready)
 		return;
 	fk_core_config cfg = {.priority = fk_cfg.priority,
+			      .weight = fk_cfg.weight,
 			      .grant_timeout_ms = (uint32_t)fk_cfg.grant_timeout_ms,
 			      .local = fk_cfg.local,
 			      .sched = sched_name,

@@ -118,7 +118,8 @@ static void send_register(fk_core *c, int ti, int fresh, uint64_t now, fk_acts *
 			.priority = (uint8_t)c->cfg.priority,
 			.device_name = t->dev_name,
 			.device_name_len = t->dev_name_len,
-			.hook_flags = FK_HOOK_SENDS_TOKEN};
+			.hook_flags = FK_HOOK_SENDS_TOKEN,
+			.weight = (uint8_t)(c->cfg.weight > 1 ? c->cfg.weight : 0)};
 	memcpy(m.device_uuid, t->uuid, 16);
 	send_msg(out, ti, &m);
 }
@@ -482,20 +483,31 @@ static void on_run_end(fk_core *c, const fk_ev *ev, fk_acts *out)
 	t->run++;
 }
 
-/* The task is gone for the daemon from here on: CUDA calls after exit (a
- * framework's static destructors synchronize) pass through unreported.
- * Reported, they drew Error(unknown task), and the exiting process
- * registered anew. */
-static void on_exit_(fk_core *c, fk_acts *out)
+/* The task is gone for the daemon from here on: its CUDA calls pass
+ * through unreported, and a registered one says Goodbye. At exit, calls
+ * after the hook's handler (a framework's static destructors synchronize),
+ * reported, drew Error(unknown task), and the exiting process registered
+ * anew; after a sticky device error every later call of the process fails,
+ * and a task left registered would report launches that never ran and
+ * runs that never end. */
+static void leave(fk_core *c, int i, fk_acts *out)
 {
-	for (int i = 0; i < FK_MAX_TASKS; i++) {
-		fk_core_task *t = &c->task[i];
-		if (!t->known || t->v.state != FK_ST_ACTIVE)
-			continue;
-		set_pass(t, FK_ST_DISABLED, i, out);
+	fk_core_task *t = &c->task[i];
+	if (!t->known || t->v.state == FK_ST_DISABLED)
+		return;
+	int registered = t->v.state == FK_ST_ACTIVE;
+	set_pass(t, FK_ST_DISABLED, i, out);
+	if (registered) {
 		fk_who w = who_of(t);
 		send_msg(out, i, &(fk_msg_out){.type = FK_MSG_GOODBYE, .task_id = w.id, .token = w.token});
 	}
+}
+
+static void on_exit_(fk_core *c, fk_acts *out)
+{
+	for (int i = 0; i < FK_MAX_TASKS; i++)
+		if (c->task[i].known && c->task[i].v.state == FK_ST_ACTIVE)
+			leave(c, i, out);
 }
 
 /* A forked child is a new process to the scheduler: its tasks register
@@ -585,6 +597,9 @@ void fk_core_step(fk_core *c, const fk_ev *ev, fk_acts *out)
 			break;
 		case FK_EV_CALIBRATED:
 			on_calibrated(c, ev, acts);
+			break;
+		case FK_EV_LEAVE:
+			leave(c, ev->task, acts);
 			break;
 		}
 	}

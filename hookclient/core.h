@@ -45,6 +45,7 @@ enum { FK_MODE_PASS = 0, FK_MODE_HOLDER = 1, FK_MODE_WAITER = 2, FK_MODE_MEASURE
 
 typedef struct fk_core_config {
 	int priority;
+	int weight; /* among equals (FIKIT_WEIGHT); the default, 1, is left out of Register */
 	uint32_t grant_timeout_ms;
 	int local;         /* the scheduler is on this host: it shares our CLOCK_MONOTONIC */
 	const char *sched; /* "host:port", for log lines */
@@ -107,6 +108,7 @@ enum fk_ev_type {
 	FK_EV_REFUSED,          /* connection refused: on a request's socket under gen (task ≥ 0) or the sender's */
 	FK_EV_RUN_END,          /* a run ended */
 	FK_EV_EXIT,             /* the process exits */
+	FK_EV_LEAVE,            /* the task leaves: its process hit a sticky device error */
 	FK_EV_FORK,             /* this is a forked child (pid) */
 	FK_EV_CALIBRATED,       /* the probe measured calibration seq: host_ns, device_ns, calib_flags */
 };

@@ -372,6 +372,15 @@ void fk_measure_reset_task(fk_task *t);
 
 extern atomic_int fk_capturing; /* streams capturing right now (process-wide) */
 void fk_run_end(fk_task *t, int reason);
+/* A launch or synchronization of task t returned rc: after an error the
+ * driver keeps returning for the whole process (a device exception: the
+ * process "must be terminated and relaunched"), t leaves the scheduler
+ * (Goodbye) and its calls pass through; the daemon no longer counts on a
+ * task whose GPU work has stopped (sync.c). */
+void fk_task_check_fatal(fk_task *t, CUresult rc);
+/* t leaves the scheduler: Goodbye if registered, pass-through from now on;
+ * 1 if it had not left yet (sender.c). */
+int fk_task_leave(fk_task *t);
 void fk_run_end_all(int reason);
 
 #endif

@@ -15,17 +15,20 @@
 #endif
 
 /* A named unit: a function handle's kernel or an instantiated graph. Never
- * freed (handles are few; a reader may still hold an old one). */
+ * freed while the process runs (handles are few; a reader may still hold an
+ * old one): one replaced by a rename goes on its table's retired list. */
 typedef struct fk_fn {
 	uint64_t state; /* kernel-ID steps 1–2 over the name */
 	const char *name;
 	uint32_t len;
 	uint8_t path;
 	atomic_uchar logged;
+	struct fk_fn *retired; /* next on the table's retired list */
 } fk_fn;
 
 /* Open addressing, lock-free lookups; inserts and growth under a mutex. */
 typedef struct fk_htab_arr {
+	struct fk_htab_arr *prev; /* the array this one replaced (kept: readers) */
 	size_t mask;
 	_Atomic uintptr_t *keys;
 	_Atomic(fk_fn *) *vals;
@@ -34,6 +37,7 @@ typedef struct fk_htab {
 	_Atomic(fk_htab_arr *) arr;
 	size_t count;
 	pthread_mutex_t mu;
+	fk_fn *retired; /* entries replaced or not stored: kept, readers may hold them */
 } fk_htab;
 
 /* Handles are pointers (real driver) or encoded indices (simgpu): mix all
@@ -60,9 +64,14 @@ static inline fk_fn *fk_htab_get(fk_htab *t, uintptr_t key)
 			return NULL;
 	}
 }
-/* Insert or replace; returns the stored entry (NULL if out of memory). */
+/* Insert or replace; returns the stored entry (NULL if the table is full and
+ * cannot grow: fn is then kept on the retired list, valid, unreachable by
+ * key). Key 0 is never stored: fn is returned, still the caller's. */
 fk_fn *fk_htab_put(fk_htab *t, uintptr_t key, fk_fn *fn);
 fk_fn *fk_fn_new(const char *name, size_t len, int path);
 void fk_htab_init(fk_htab *t);
+/* Free the table, its entries, replaced arrays and retired entries. Only
+ * where no reader can be left (tests). */
+void fk_htab_free(fk_htab *t);
 
 #endif

@@ -119,7 +119,8 @@ void fk_resume_view_of(fk_task *t, fk_resume_view *v, uint64_t now)
 	if (!b || !bg || !fk_board_alive(b, now))
 		return;
 	v->on = (atomic_load_explicit(&bg->flags, memory_order_relaxed) & FK_BOARD_FLAG_RESUME) != 0;
-	v->prio_ok = atomic_load_explicit(&bg->resume_prio, memory_order_relaxed) == (uint32_t)fk_cfg.priority;
+	uint32_t id = atomic_load_explicit(&t->task_id, memory_order_relaxed);
+	v->task_ok = id != 0 && atomic_load_explicit(&bg->resume_task, memory_order_relaxed) == id;
 	v->better_in_run = fk_board_better_in_run(bg, fk_cfg.priority);
 	uint64_t next = atomic_load_explicit(&bg->next_ns, memory_order_relaxed);
 	v->next = next == FK_BOARD_NONE_EXPECTED ? FK_NEXT_NONE : next;

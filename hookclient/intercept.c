@@ -10,7 +10,10 @@
 #include <unistd.h>
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static void *(*real_dlsym)(void *, const char *);
+typedef void *(*dlsym_fn)(void *, const char *);
+/* Set by whichever comes first: init, or a dlsym call before it (a
+ * sanitizer runtime's, during its own initialization). */
+static _Atomic(dlsym_fn) real_dlsym;
 static void *libcuda;
 
 static void init_slow(void);
@@ -45,14 +48,28 @@ void *const fk_wrapper[FK_NSLOTS] = {
 
 /* ---- finding the real driver ---- */
 
-static void *find_real_dlsym(void)
+/* Code that runs inside a sanitizer runtime's initialization (its
+ * interceptors are resolved with dlsym(RTLD_NEXT, …), which is ours) must
+ * not be instrumented: no shadow memory and no thread state exist yet, and
+ * an instrumented access there crashed every process of `make test-asan`.
+ * docs/operations.md "Sanitizers". */
+#if defined(__clang__) && __has_attribute(disable_sanitizer_instrumentation)
+#define FK_NO_SANITIZE __attribute__((disable_sanitizer_instrumentation))
+#else
+#define FK_NO_SANITIZE __attribute__((no_sanitize("address", "thread", "undefined")))
+#endif
+
+FK_NO_SANITIZE static dlsym_fn find_real_dlsym(void)
 {
 	/* dlsym is ours, so the real one is found by version: GLIBC_2.34 since
 	 * libdl merged into libc, GLIBC_2.2.5 before (x86-64's base version). */
 	void *p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
 	if (!p)
 		p = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-	return p;
+	dlsym_fn f = (dlsym_fn)p;
+	if (f)
+		atomic_store_explicit(&real_dlsym, f, memory_order_release);
+	return f;
 }
 
 /* Remember p as the real entry point of slot unless one is known (or p is
@@ -81,9 +98,10 @@ static void init_once_fn(void)
 	fk_log_level = fk_cfg.log_level;
 	if (fk_cfg.disabled)
 		fk_log(FK_LOG_INFO, "FIKIT_DISABLE set: passing every call through");
-	if (!real_dlsym)
-		real_dlsym = find_real_dlsym();
-	if (!real_dlsym) {
+	dlsym_fn rdlsym = atomic_load_explicit(&real_dlsym, memory_order_acquire);
+	if (!rdlsym)
+		rdlsym = find_real_dlsym();
+	if (!rdlsym) {
 		fk_log(FK_LOG_WARN, "cannot find the C library's dlsym; the hook is disabled");
 		fk_cfg.disabled = 1;
 		return;
@@ -97,8 +115,8 @@ static void init_once_fn(void)
 		return;
 	}
 	for (int s = 0; s < FK_NSLOTS; s++)
-		fk_real_offer(s, real_dlsym(libcuda, fk_slot_name[s]));
-#define X(name) fk_drv.name = (__typeof__(&name))real_dlsym(libcuda, #name);
+		fk_real_offer(s, rdlsym(libcuda, fk_slot_name[s]));
+#define X(name) fk_drv.name = (__typeof__(&name))rdlsym(libcuda, #name);
 	FK_DRIVER_FUNCS(X)
 #undef X
 	fk_htab_init(&fk_funcs);
@@ -162,16 +180,30 @@ static void at_fork_child(void)
  * resolved relative to this library, not to the caller (the caller's return
  * address is not passed through), which is what a caller below us in the
  * search order would get anyway for every symbol but our own wrappers. */
-FK_EXPORT void *dlsym(void *handle, const char *name)
+static void *dlsym_cu(void *p, const char *name);
+
+/* Not instrumented, and touching nothing instrumented for other names than
+ * cu*: a sanitizer runtime (first in LD_PRELOAD) calls it before it has set
+ * itself up. Its RTLD_NEXT is answered relative to us, right after it: the
+ * same answer for every symbol it looks up (we define only cu*, dlsym and
+ * fikit_run_end). */
+FK_NO_SANITIZE FK_EXPORT void *dlsym(void *handle, const char *name)
 {
-	if (FK_UNLIKELY(!real_dlsym)) {
-		real_dlsym = find_real_dlsym(); /* before init: idempotent, racy-safe */
-		if (!real_dlsym)
+	dlsym_fn rdlsym = atomic_load_explicit(&real_dlsym, memory_order_acquire);
+	if (FK_UNLIKELY(!rdlsym)) {
+		rdlsym = find_real_dlsym(); /* before init: idempotent */
+		if (!rdlsym)
 			return NULL;
 	}
-	void *p = real_dlsym(handle, name);
+	void *p = rdlsym(handle, name);
 	if (!p || name[0] != 'c' || name[1] != 'u')
 		return p;
+	return dlsym_cu(p, name);
+}
+
+/* A cu* name: the application's lookup of a driver entry point. */
+static void *dlsym_cu(void *p, const char *name)
+{
 	int slot = fk_slot_of(name);
 	if (slot < 0 || p == fk_wrapper[slot])
 		return p;

@@ -229,6 +229,8 @@ counted:
 
 static inline void after(lstate *l, CUresult rc)
 {
+	if (FK_UNLIKELY(rc != CUDA_SUCCESS))
+		fk_task_check_fatal(l->t, rc);
 	if (l->bounded && rc == CUDA_SUCCESS)
 		fk_inflight_push(l->t, l->evs);
 	if (!(l->flags & FK_RF_MEASURE))

@@ -36,8 +36,24 @@ static void remember(uintptr_t handle, const char *name, int path)
 	fk_htab_put(&fk_funcs, handle, fk_fn_new(name, len, path));
 }
 
+/* A NULL handle (the driver refuses its launch) is never stored: one entry
+ * serves every such launch instead of a new one each time. */
+static fk_fn null_fn;
+static pthread_once_t null_once = PTHREAD_ONCE_INIT;
+static void null_init(void)
+{
+	null_fn.name = "fikit.unnamed";
+	null_fn.len = (uint32_t)strlen(null_fn.name);
+	null_fn.state = fk_kid_name_state(null_fn.name, null_fn.len);
+	null_fn.path = FK_NAME_UNKNOWN;
+}
+
 fk_fn *fk_name_slow(CUfunction f)
 {
+	if (!f) {
+		pthread_once(&null_once, null_init);
+		return &null_fn;
+	}
 	const char *name = NULL;
 	int path = FK_NAME_UNKNOWN;
 	if (fk_drv.cuFuncGetName && fk_drv.cuFuncGetName(&name, f) == CUDA_SUCCESS && name)

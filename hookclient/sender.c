@@ -71,9 +71,10 @@ static void send_acts(int n)
 	for (int i = 0; i < n; i++)
 		if (acts[i].type == FK_ACT_SEND) {
 			if (acts[i].msg.type == FK_MSG_REGISTER)
-				fk_log(FK_LOG_DEBUG, "Register seq %u key \"%.*s\" device %.*s priority %d", acts[i].msg.seq,
-				       (int)acts[i].msg.task_key_len, acts[i].msg.task_key,
-				       (int)acts[i].msg.device_name_len, acts[i].msg.device_name, fk_cfg.priority);
+				fk_log(FK_LOG_DEBUG, "Register seq %u key \"%.*s\" device %.*s priority %d weight %d",
+				       acts[i].msg.seq, (int)acts[i].msg.task_key_len, acts[i].msg.task_key,
+				       (int)acts[i].msg.device_name_len, acts[i].msg.device_name, fk_cfg.priority,
+				       fk_cfg.weight);
 			fk_link_put(&acts[i].msg);
 		}
 }
@@ -322,6 +323,27 @@ static void *sender_main(void *arg)
 
 /* ---- start, exit, fork ---- */
 
+/* Step the core with ev and send what it says at once, without waiting
+ * for the sender thread: exit, or a task leaving on a sticky error. */
+static void step_now(const fk_ev *ev)
+{
+	fk_act out[FK_ACTS_MAX];
+	int n = fk_ctl_step(ev, out, FK_ACTS_MAX);
+	for (int i = 0; i < n; i++)
+		if (out[i].type == FK_ACT_SEND)
+			fk_link_send_now(&out[i].msg);
+}
+
+/* Task t leaves the scheduler: no more reports (its calls pass through),
+ * and a Goodbye if it was registered. Returns 1 if it had not left yet. */
+int fk_task_leave(fk_task *t)
+{
+	if (atomic_load(&t->state) == FK_ST_DISABLED)
+		return 0;
+	step_now(&(fk_ev){.type = FK_EV_LEAVE, .task = t->index, .now = fk_now_ns()});
+	return 1;
+}
+
 static void at_exit(void)
 {
 	if (!started)
@@ -347,11 +369,7 @@ static void at_exit(void)
 		if (pthread_cond_timedwait(&exit_cv, &exit_mu, &dl) == ETIMEDOUT)
 			break;
 	pthread_mutex_unlock(&exit_mu);
-	static fk_act bye[FK_ACTS_MAX];
-	int n = fk_ctl_step(&(fk_ev){.type = FK_EV_EXIT, .now = fk_now_ns()}, bye, FK_ACTS_MAX);
-	for (int i = 0; i < n; i++)
-		if (bye[i].type == FK_ACT_SEND)
-			fk_link_send_now(&bye[i].msg);
+	step_now(&(fk_ev){.type = FK_EV_EXIT, .now = fk_now_ns()});
 }
 
 int fk_sender_start(void)

@@ -82,6 +82,37 @@ FK_EXPORT void fikit_run_end(void)
 		fk_run_end_all(FK_RUN_END_EXPLICIT);
 }
 
+/* The errors after which the driver refuses every further call of the
+ * process (CUDA driver API: "This leaves the process in an inconsistent
+ * state and any further CUDA work will return the same error"). */
+static const char *fatal_name(CUresult rc)
+{
+	switch (rc) {
+	case CUDA_ERROR_ECC_UNCORRECTABLE: return "CUDA_ERROR_ECC_UNCORRECTABLE";
+	case CUDA_ERROR_ILLEGAL_ADDRESS: return "CUDA_ERROR_ILLEGAL_ADDRESS";
+	case CUDA_ERROR_LAUNCH_TIMEOUT: return "CUDA_ERROR_LAUNCH_TIMEOUT";
+	case CUDA_ERROR_ASSERT: return "CUDA_ERROR_ASSERT";
+	case CUDA_ERROR_HARDWARE_STACK_ERROR: return "CUDA_ERROR_HARDWARE_STACK_ERROR";
+	case CUDA_ERROR_ILLEGAL_INSTRUCTION: return "CUDA_ERROR_ILLEGAL_INSTRUCTION";
+	case CUDA_ERROR_MISALIGNED_ADDRESS: return "CUDA_ERROR_MISALIGNED_ADDRESS";
+	case CUDA_ERROR_INVALID_ADDRESS_SPACE: return "CUDA_ERROR_INVALID_ADDRESS_SPACE";
+	case CUDA_ERROR_INVALID_PC: return "CUDA_ERROR_INVALID_PC";
+	case CUDA_ERROR_LAUNCH_FAILED: return "CUDA_ERROR_LAUNCH_FAILED";
+	default: return NULL;
+	}
+}
+
+void fk_task_check_fatal(fk_task *t, CUresult rc)
+{
+	const char *name = fatal_name(rc);
+	if (!t || !name)
+		return;
+	if (fk_task_leave(t))
+		fk_log(FK_LOG_WARN, "the driver reported %s (%d), which it returns for every later call of this "
+				    "process: task %u leaves the scheduler, its CUDA calls pass through",
+		       name, (int)rc, (unsigned)atomic_load(&t->task_id));
+}
+
 #define SYNC_BODY(task, call, reason)                                                              \
 	fk_task *t_ = (task);                                                                      \
 	before_block(t_);                                                                          \
@@ -90,6 +121,8 @@ FK_EXPORT void fikit_run_end(void)
 		after_block(t_);                                                                   \
 	if (rc == CUDA_SUCCESS)                                                                    \
 		fk_run_end(t_, (reason));                                                          \
+	else                                                                                       \
+		fk_task_check_fatal(t_, rc);                                                       \
 	return rc
 
 CUresult fk_on_stream_sync(int slot, CUstream hs)

@@ -14,7 +14,7 @@
  * futex, no datagram either way back.
  *
  * While it waits, a thread that may resume on the board (docs/scheduler.md
- * "Resuming on the board": its priority the one the daemon lets resume)
+ * "Resuming on the board": the task the daemon lets resume)
  * goes without the answer as soon as the board shows the better
  * priorities' runs ended with room before their next: it sleeps on its
  * GPU's wake word, which their hooks bump at a run end when someone
@@ -240,7 +240,7 @@ static int request(fk_task *t, uint32_t seq, uint64_t kid, int use_slot, uint64_
 			 * wakes it (board.c). */
 			fk_resume_view v;
 			fk_resume_view_of(t, &v, fk_now_ns());
-			int may = v.on && v.prio_ok;
+			int may = v.on && v.task_ok;
 			if (may != sleeper) {
 				atomic_fetch_add_explicit(&bg->sleepers, may ? 1u : (uint32_t)-1, memory_order_seq_cst);
 				sleeper = may;

@@ -82,6 +82,7 @@ typedef struct fk_msg_out {
 	const char *device_name; /* not NUL-terminated */
 	size_t device_name_len;
 	uint32_t hook_flags;
+	uint8_t weight;
 	uint32_t task_id;
 	uint64_t kernel_id;
 	uint64_t token;
@@ -179,7 +180,7 @@ static const fk_wire_field fk_wire_kernel_time_fields[] = {
 	{.name = "duration_ns", .kind = FK_K_UINT, .off = offsetof(fk_kernel_time, duration_ns), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
 };
 const fk_wire_msg fk_wire_msgs[FK_MSG_TYPES] = {
-	[FK_MSG_REGISTER] = {"Register", FK_DIR_TO_DAEMON, 7, 7, (const fk_wire_field[]){
+	[FK_MSG_REGISTER] = {"Register", FK_DIR_TO_DAEMON, 8, 7, (const fk_wire_field[]){
 		{.name = "seq", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, seq), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
 		{.name = "task_key", .kind = FK_K_STR, .off = offsetof(fk_msg_out, task_key), .len_off = offsetof(fk_msg_out, task_key_len)},
 		{.name = "pid", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, pid), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
@@ -187,6 +188,7 @@ const fk_wire_msg fk_wire_msgs[FK_MSG_TYPES] = {
 		{.name = "device_uuid", .kind = FK_K_BIN16, .off = offsetof(fk_msg_out, device_uuid)},
 		{.name = "device_name", .kind = FK_K_STR, .off = offsetof(fk_msg_out, device_name), .len_off = offsetof(fk_msg_out, device_name_len)},
 		{.name = "hook_flags", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, hook_flags), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+		{.name = "weight", .kind = FK_K_UINT, .opt = 1, .off = offsetof(fk_msg_out, weight), .size = 1, .lo = UINT64_C(0x0), .hi = UINT64_C(0x64)},
 	}},
 	[FK_MSG_LAUNCH_NOTIFY] = {"LaunchNotify", FK_DIR_TO_DAEMON, 4, 3, (const fk_wire_field[]){
 		{.name = "task_id", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, task_id), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},

@@ -7,9 +7,19 @@ import (
 
 // Config holds the policy's knobs. Durations are nanoseconds of daemon time.
 type Config struct {
-	// Policy names the fill policy (policy.go): "best-prio-fit" (FIKIT's
-	// BestPrioFit, the default) or "fifo".
+	// Policy names the fill policy (policy.go): "fair-prio-fit" (the
+	// default: BestPrioFit across priorities, fair queuing among equals),
+	// "best-prio-fit" (FIKIT's BestPrioFit) or "fifo".
 	Policy string
+	// FairLag is the lag bound T of fair queuing among equal priorities
+	// (fair.go): a task whose virtual time (GPU time used / weight) runs
+	// more than this ahead of the slowest active task of its priority on
+	// its GPU waits for the others to catch up. ns of GPU time at weight 1.
+	FairLag int64
+	// FairIdle: a task of equal priority that neither launched nor asked
+	// for this long no longer counts among the active ones (the slowest of
+	// which the others must wait for); an anticipation of its next launch.
+	FairIdle int64
 	// MinGap is the shortest predicted holder gap worth filling (paper: 0.1 ms).
 	MinGap int64
 	// SwitchCost is the GPU time a context switch costs; filling a window
@@ -123,7 +133,9 @@ const SwitchCostAuto = -1
 // DefaultConfig returns the defaults documented in docs/scheduler.md.
 func DefaultConfig() Config {
 	return Config{
-		Policy:            PolicyBestPrioFit,
+		Policy:            PolicyFairPrioFit,
+		FairLag:           int64(5 * time.Millisecond),
+		FairIdle:          int64(2 * time.Millisecond),
 		MinGap:            int64(100 * time.Microsecond),
 		SwitchCost:        SwitchCostAuto,
 		SwitchCostPrior:   int64(140 * time.Microsecond),

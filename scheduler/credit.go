@@ -7,8 +7,10 @@ package scheduler
 // reservation turns into predicted work when the launch is reported.
 
 // creditFor returns the expected durations of the launches after seq that
-// fit room, at most MaxCredit of them (nil: no credit).
-func (n *Node) creditFor(t *task, seq uint32, room int64) []int64 {
+// fit room, at most MaxCredit of them (nil: no credit); pending is GPU time
+// about to be charged to t (the launch granted with them).
+func (n *Node) creditFor(t *task, seq uint32, room, pending int64) []int64 {
+	room = n.fairCredit(t, room, pending)
 	var ds []int64
 	for len(ds) < n.cfg.MaxCredit {
 		d := n.upcoming(t, seq+uint32(len(ds))+1)
@@ -21,12 +23,22 @@ func (n *Node) creditFor(t *task, seq uint32, room int64) []int64 {
 	return ds
 }
 
+// creditOf is the credit a grant of request r carries: what fits room
+// after it (creditFor), none for a kernel granted out of its task's turn.
+func (n *Node) creditOf(r *request, room int64) []int64 {
+	if r.solo {
+		return nil
+	}
+	return n.creditFor(r.t, r.seq, room, n.launched(r.t, r.kernel, r.seq))
+}
+
 // reserve gives t credit for launches expected to take ds.
 func (n *Node) reserve(t *task, ds []int64) {
 	for _, d := range ds {
 		t.resv = append(t.resv, d)
 		t.resvSum += d
 		t.gpu.reservedNs += d
+		t.acct.GrantedNs += d
 	}
 	t.credit += uint32(len(ds))
 	n.stats.Credited += uint64(len(ds))
@@ -90,7 +102,7 @@ func (n *Node) topUp(t *task) {
 	default:
 		return
 	}
-	if g.waiting() > 0 || n.cfg.MaxCredit <= int(t.credit) {
+	if g.waiting() > 0 || n.cfg.MaxCredit <= int(t.credit) || !n.fairRenews(t) {
 		return
 	}
 	if m := n.profilingRun(g); m != nil && t != m && t.prio >= m.prio {
@@ -99,7 +111,7 @@ func (n *Node) topUp(t *task) {
 	if t == n.calibrating(g) {
 		return // its probes are being timed
 	}
-	ds := n.creditFor(t, t.seq+t.credit, room)
+	ds := n.creditFor(t, t.seq+t.credit, room, 0)
 	if max := n.cfg.MaxCredit - int(t.credit); len(ds) > max {
 		ds = ds[:max]
 	}
@@ -121,6 +133,10 @@ func (n *Node) grant(r *request, ds []int64, expires int64) {
 	n.out.Grants = append(n.out.Grants, Grant{Task: r.t.id, Seq: r.seq, Credit: uint32(len(ds)), Gate: n.gate(r.t, expires)})
 	n.stats.Grants++
 	n.stats.GrantedNs += r.est
+	r.t.acct.GrantedNs += r.est
+	g.lpLast = r.t
+	// A granted launch is not reported again: it is used when granted.
+	n.billLaunch(r.t, n.launched(r.t, r.kernel, r.seq))
 	r.t.lastLaunch = n.now
 	r.t.busyUntil = g.lpBusyUntil
 	n.noteWork(r.t, n.now, g.lpBusyUntil)
@@ -169,15 +185,21 @@ func (n *Node) boardObserved(g *gpu, levels [10]int64) {
 			continue
 		}
 		g.levelAt[p] = at
+		// A throttled holder (fair.go) asks at its holders' level: what
+		// the board shows there may be its request, not their launch.
+		shared := false
+		for _, u := range g.tasks {
+			shared = shared || int(u.prio) == p && u.throttled
+		}
 		for _, u := range g.tasks {
 			if int(u.prio) != p {
 				continue
 			}
 			if u.lastActive < at {
 				u.lastActive = at
-				changed = changed || u.role != RoleHolder
+				changed = changed || u.role != RoleHolder && !u.throttled
 			}
-			if u.role == RoleHolder && at > maxi(u.lastLaunch, u.sighted) {
+			if u.role == RoleHolder && !shared && at > maxi(u.lastLaunch, u.sighted) {
 				n.holderSighted(u, at)
 				stopped = true
 			}

@@ -39,6 +39,16 @@
 //   - Equal priorities at the top are all holders and share the device in
 //     launch order (Fig. 11 case C); waiters of one priority are served in
 //     arrival order when they all fit.
+//   - Fair shares among equals (fair.go; the default policy row
+//     fair-prio-fit): each task's virtual time is its GPU time used over
+//     its weight, and none runs more than FairLag ahead of the slowest
+//     active task of its priority. Waiters of one priority fill by turns
+//     (a turn passes once its task is the lag ahead: a context switch per
+//     2·FairLag, not per kernel), BestPrioFit within a turn; a holder the
+//     lag ahead is throttled, a waiter until the others catch up.
+//   - Accounting: every task's GPU time used (predicted from its profile,
+//     measured while profiling) and granted; removed tasks' accounts go out
+//     in Ready.Accounts.
 //   - Anti-starvation: a waiting kernel passed over more than SkipLimit times
 //     goes first into the next gap it fits or the next idle period; in an
 //     idle period whose GPU had no low-priority work for IdleStarve, the

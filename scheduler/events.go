@@ -52,6 +52,14 @@ type TaskRegistered struct {
 	// has none. A complete profile puts the task in the sharing phase; an
 	// incomplete one is resumed by profiling.
 	Profile *profiler.Profile
+	// Weight is the task's share among tasks of its priority on its GPU
+	// (fair.go): with weights 2 and 1, the first gets twice the GPU time
+	// when both want it. 0 counts as 1.
+	Weight uint32
+	// Owner is whom the task's GPU time is accounted to (the daemon's
+	// tenant: the task key's owner); the core only carries it to TaskInfo
+	// and Account.
+	Owner string
 	// Local: the daemon expects to watch the task's process (it registered
 	// from this machine with a pid). Until a TaskWatched says otherwise its
 	// silence is judged as a watched task's: establishing the watch takes

@@ -14,14 +14,18 @@ import (
 // say when it happened): a holder's, or one covered by credit.
 func (n *Node) notified(t *task, seq uint32, kernel uint64, at int64) {
 	n.countSeq(t, seq)
+	n.fairTouch(t, at)
 	if t.role == RoleHolder {
 		t.gpu.noteLevel(t.prio, at)
-		n.noteLaunch(t, seq, at, n.holderLaunch(t, kernel, at, seq))
+		dur := n.holderLaunch(t, kernel, at, seq)
+		n.billLaunch(t, dur)
+		n.noteLaunch(t, seq, at, dur)
 		n.noteWork(t, at, t.busyUntil)
 		return
 	}
 	n.noteLaunch(t, seq, at, 0)
 	g := t.gpu
+	g.lpLast = t
 	n.waiterRunStart(t, seq, at)
 	if n.resumed(t, seq) {
 		// Its launch went on the board's word (board-resume): the GPU
@@ -32,12 +36,15 @@ func (n *Node) notified(t *task, seq uint32, kernel uint64, at int64) {
 	if t.credit > 0 {
 		// The launch turns its reservation into predicted work.
 		n.useCredit(t)
-		g.lpBusyUntil = maxi(g.lpBusyUntil, at) + n.launched(t, kernel, seq)
+		d := n.launched(t, kernel, seq)
+		n.billLaunch(t, d)
+		g.lpBusyUntil = maxi(g.lpBusyUntil, at) + d
 		n.topUp(t)
 	} else {
 		// A fail-open launch, or one the hook made before it learned its
 		// role: account for it all the same.
 		n.stats.UnscheduledLaunches++
+		n.billLaunch(t, n.launched(t, kernel, seq))
 		g.lpBusyUntil = maxi(g.lpBusyUntil, at) + n.estimate(t, kernel)
 		g.lpInWindow = true
 	}
@@ -66,6 +73,7 @@ const MaxWaitingPerTask = 256
 func (n *Node) requested(t *task, seq uint32, kernel uint64) error {
 	prev := t.seq
 	n.countSeq(t, seq)
+	n.fairTouch(t, n.now)
 	g := t.gpu
 	g.noteLevel(t.prio, n.now)
 	if t.prio < n.holderPrio(g) || t.role == RoleHolder {
@@ -83,7 +91,9 @@ func (n *Node) requested(t *task, seq uint32, kernel uint64) error {
 		}
 		n.out.Grants = append(n.out.Grants, Grant{Task: t.id, Seq: seq, Gate: n.gate(t, 0)})
 		n.stats.Grants++
-		n.noteLaunch(t, seq, n.now, n.holderLaunch(t, kernel, n.now, seq))
+		dur := n.holderLaunch(t, kernel, n.now, seq)
+		n.billLaunch(t, dur)
+		n.noteLaunch(t, seq, n.now, dur)
 		n.noteWork(t, n.now, t.busyUntil)
 		n.schedule(g)
 		return nil
@@ -562,7 +572,7 @@ func (n *Node) fillWindow(g *gpu) {
 			g.lpInWindow = true
 		}
 		g.lpBusyUntil = start - g.reservedNs + r.est
-		n.grant(r, n.creditFor(r.t, r.seq, w.end-g.lpBusyUntil-g.reservedNs), w.end)
+		n.grant(r, n.creditOf(r, w.end-g.lpBusyUntil-g.reservedNs), w.end)
 	}
 }
 
@@ -616,7 +626,7 @@ func (n *Node) fillIdle(g *gpu) {
 			return
 		}
 		g.lpBusyUntil = maxi(g.lpBusyUntil, n.now) + r.est
-		n.grant(r, n.creditFor(r.t, r.seq, g.idleCap-(g.lpBusyUntil-n.now)-g.reservedNs), n.now+n.cfg.GrantLease)
+		n.grant(r, n.creditOf(r, g.idleCap-(g.lpBusyUntil-n.now)-g.reservedNs), n.now+n.cfg.GrantLease)
 	}
 }
 

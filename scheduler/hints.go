@@ -68,10 +68,12 @@ type BoardHint struct {
 	NextNs int64
 	// SwitchNs is the switch the policy assumes (switchCost).
 	SwitchNs int64
-	// Resume: waiters of priority ResumePrio (10: none) may resume on the
-	// board when their better priorities' runs have ended (board-resume).
+	// Resume: task ResumeTask (0: none) may resume on the board when its
+	// better priorities' runs have ended (board-resume): a waiter of the
+	// best waiting priority, the one whose turn it is among its equals
+	// (resumeTask).
 	Resume     bool
-	ResumePrio uint8
+	ResumeTask TaskID
 }
 
 // BoardHints appends every GPU's hint to dst, by GPU UUID, and returns it.
@@ -79,15 +81,17 @@ type BoardHint struct {
 func (n *Node) BoardHints(dst []BoardHint) []BoardHint {
 	for _, g := range n.order {
 		// No resume while a waiter's probes are due or timed (switchcost.go).
-		h := BoardHint{GPU: g.uuid, SwitchNs: n.switchCost(g), Resume: n.cfg.BoardResume && !n.calibrationDue(g),
-			ResumePrio: 10}
+		h := BoardHint{GPU: g.uuid, SwitchNs: n.switchCost(g), Resume: n.cfg.BoardResume && !n.calibrationDue(g)}
 		hp := n.holderPrio(g)
-		worst := uint8(0)
+		worst, best := uint8(0), uint8(len(g.queues))
 		for _, t := range g.tasks {
 			worst = max(worst, t.prio)
-			if t.role == RoleWaiter && t.prio > hp && t.prio < h.ResumePrio {
-				h.ResumePrio = t.prio
+			if t.role == RoleWaiter && t.prio > hp && t.prio < best {
+				best = t.prio
 			}
+		}
+		if int(best) < len(g.queues) {
+			h.ResumeTask = resumeTask(g, best)
 		}
 		h.NextNs = NoneExpected
 		for _, t := range g.tasks {
@@ -127,4 +131,24 @@ func (n *Node) predictedNext(t *task) (int64, bool) {
 		at = t.nextRunStart(t.runEnd)
 	}
 	return at, at > 0
+}
+
+// resumeTask is the waiter of priority p that may resume on g's board: the
+// task whose fair turn it is (fair.go; the others of p wait for it there
+// too), else the one whose request has waited longest, else the first.
+// One task, not the priority: equals resuming side by side would share the
+// GPU by time slices, unbalanced by turns.
+func resumeTask(g *gpu, p uint8) TaskID {
+	if t := g.turn[p]; t != nil && t.role == RoleWaiter && t.prio == p {
+		return t.id
+	}
+	if q := g.queues[p]; len(q) > 0 {
+		return q[0].t.id
+	}
+	for _, t := range g.tasks {
+		if t.role == RoleWaiter && t.prio == p {
+			return t.id
+		}
+	}
+	return 0
 }

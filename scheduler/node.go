@@ -56,6 +56,7 @@ func (n *Node) Step(ev Event) error {
 			return err
 		}
 		n.notified(t, e.Seq, e.Kernel, mini(e.Now, n.now))
+		n.rebalance(t.gpu)
 		n.schedule(t.gpu)
 		return nil
 	case LaunchesNotified:
@@ -72,6 +73,7 @@ func (n *Node) Step(ev Event) error {
 		if len(e.Times) > 0 {
 			t.noteLag(n.now - mini(e.Times[len(e.Times)-1], n.now))
 		}
+		n.rebalance(t.gpu)
 		n.schedule(t.gpu)
 		return nil
 	case LaunchRequested:
@@ -194,6 +196,7 @@ func (n *Node) register(e TaskRegistered) error {
 	t := &task{
 		id: e.Task, key: e.Key, pid: e.PID, prio: e.Priority, gpu: g, model: e.Model,
 		lastSeen: n.now, lastActive: n.now, registered: n.now, watched: e.Local,
+		weight: weightOf(e.Weight), owner: e.Owner,
 	}
 	if e.Profile != nil && e.Profile.Phase == profiler.PhaseSharing {
 		t.phase = PhaseSharing
@@ -228,6 +231,7 @@ func (n *Node) remove(t *task) {
 	n.dropCredit(t)
 	g.removeTask(t)
 	delete(n.tasks, t.id)
+	n.out.Accounts = append(n.out.Accounts, t.account())
 	n.stats.Left++
 	n.electHolders(g, nil)
 	n.schedule(g)
@@ -277,9 +281,12 @@ func (n *Node) electHolders(g *gpu, quiet *task) {
 			t.turnStart = n.now
 		}
 	}
+	if n.policy.holders != nil {
+		n.policy.holders(n, g, best)
+	}
 	for _, t := range g.tasks {
 		role := RoleWaiter
-		if t.prio == best && (alone == nil || alone == t) {
+		if t.prio == best && (alone == nil || alone == t) && !t.throttled {
 			role = RoleHolder
 		}
 		if role == t.role {
@@ -299,6 +306,7 @@ func (n *Node) electHolders(g *gpu, quiet *task) {
 		} else if prev == RoleHolder {
 			// Its launched work is still ahead of anything granted later.
 			g.lpBusyUntil = maxi(g.lpBusyUntil, t.busyUntil)
+			g.lpLast = t
 			t.nextLaunch = 0
 		}
 		if t != quiet {
@@ -348,6 +356,7 @@ func (n *Node) tick(heard int64) {
 		if n.holdersExpired(g) {
 			n.electHolders(g, nil)
 		}
+		n.rebalance(g)
 		n.schedule(g)
 		for p := range g.queues {
 			for _, r := range g.queues[p] {
@@ -425,6 +434,7 @@ func (n *Node) deadline() int64 {
 		}
 		at(n.calibrateAt(g))
 		if g.waiting() == 0 {
+			at(n.fairDeadline(g)) // a throttled holder with nothing waiting
 			continue
 		}
 		for p := range g.queues {
@@ -443,6 +453,7 @@ func (n *Node) deadline() int64 {
 			at(g.lpBusyUntil)
 		}
 		at(n.idleStarveAt(g))
+		at(n.fairDeadline(g))
 	}
 	return d
 }
@@ -489,6 +500,8 @@ type Stats struct {
 	RunsCommitted      uint64 `json:"runs_committed"`
 	RunsDiscarded      uint64 `json:"runs_discarded"`
 	ProfilesCompleted  uint64 `json:"profiles_completed"`
+	FairTurns          uint64 `json:"fair_turns"`     // the turn among waiters of one priority moved (fair.go)
+	FairThrottles      uint64 `json:"fair_throttles"` // a holder ran the lag ahead of its equals and waited
 	// Calibrations asked of hooks, and answered (switch-cost auto).
 	Calibrations         uint64 `json:"calibrations"`
 	CalibrationsAnswered uint64 `json:"calibrations_answered"`
@@ -511,6 +524,14 @@ type TaskInfo struct {
 	Runs     int // clean profiled runs so far (profiling phase)
 	Waiting  int
 	JCTNs    int64
+	// Weight is its share among its equals; Throttled: a holder that ran
+	// the lag ahead of them waits (fair.go).
+	Weight    uint32
+	Throttled bool
+	// VirtualNs is its virtual time (GPU time used / weight) as fair shares
+	// compare it; Account its GPU time.
+	VirtualNs int64
+	Account   Account
 }
 
 // Tasks lists every task, by GPU then id.
@@ -519,7 +540,8 @@ func (n *Node) Tasks() []TaskInfo {
 	for _, g := range n.order {
 		for _, t := range g.tasks {
 			ti := TaskInfo{ID: t.id, Key: t.key, PID: t.pid, Priority: t.prio, GPU: g.uuid, Model: t.model,
-				Role: t.role, Phase: t.phase, Credit: t.credit, JCTNs: t.meanJCT()}
+				Role: t.role, Phase: t.phase, Credit: t.credit, JCTNs: t.meanJCT(),
+				Weight: uint32(t.weight), Throttled: t.throttled, VirtualNs: t.vt, Account: t.account()}
 			if t.prof != nil {
 				ti.Runs = t.prof.runs()
 			}

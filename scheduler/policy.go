@@ -15,16 +15,33 @@ package scheduler
 type fillPolicy func(n *Node, g *gpu, room int64, idle bool) *request
 
 // policyRow is one fill policy: how windows (predicted gaps of the holders)
-// and idle periods are filled.
+// and idle periods are filled, and how equal priorities share.
 type policyRow struct {
 	name         string
 	window, idle fillPolicy
+	// holders, if set, balances the holders of priority best on g (equal
+	// priorities, which launch without asking) and reports whether a
+	// task's role must change (throttleHolders).
+	holders func(n *Node, g *gpu, best uint8) bool
+	// fair: credit is bounded by the lag among equals and renewed to the
+	// task whose turn it is only (fair.go), as the fair rows choose.
+	fair bool
 }
 
-// PolicyBestPrioFit is the default policy's name.
-const PolicyBestPrioFit = "best-prio-fit"
+// Policy names.
+const (
+	// PolicyFairPrioFit is the default: BestPrioFit across priorities,
+	// fair queuing by GPU time among equals (fair.go).
+	PolicyFairPrioFit = "fair-prio-fit"
+	PolicyBestPrioFit = "best-prio-fit"
+)
 
 var policies = []policyRow{
+	// BestPrioFit across priorities; among tasks of one priority, turns by
+	// GPU time used / weight with a bounded lag, in windows, idle periods
+	// and among holders alike (docs/scheduler.md "Equals").
+	{name: PolicyFairPrioFit, window: (*Node).fairPrioFit, idle: (*Node).fairFirstFit,
+		holders: (*Node).throttleHolders, fair: true},
 	// FIKIT's BestPrioFit (paper Algorithm 2) into windows, first fit in
 	// priority order into idle periods.
 	{name: PolicyBestPrioFit, window: (*Node).bestPrioFit, idle: (*Node).firstFit},
@@ -32,6 +49,9 @@ var policies = []policyRow{
 	// and idle periods: the baseline BestPrioFit is compared against.
 	{name: "fifo", window: (*Node).fifoFit, idle: (*Node).fifoFit},
 }
+
+// PolicyNames lists the fill policies, the default first.
+func PolicyNames() []string { return policyNames() }
 
 func policyNames() []string {
 	out := make([]string, len(policies))

@@ -152,6 +152,7 @@ func (p *profiling) forget(end int64) {
 }
 
 func (n *Node) measured(t *task, e MeasurementsReceived) {
+	n.billMeasured(t, e)
 	if t.prof != nil {
 		t.prof.b.AddRecords(e.Run, e.Records)
 	}

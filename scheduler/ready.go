@@ -88,6 +88,9 @@ type Ready struct {
 	// KernelTimes give hooks their tasks' kernel durations and in-flight
 	// bound (hook-bound).
 	KernelTimes []KernelTimes
+	// Accounts are the final GPU-time accounts of the tasks removed since
+	// the last Ready (left, dropped or replaced), for the daemon to keep.
+	Accounts []Account
 	// Deadline is when the core next wants a Tick (0: no deadline).
 	Deadline int64
 }
@@ -96,7 +99,7 @@ type Ready struct {
 // a decision).
 func (r *Ready) Empty() bool {
 	return len(r.Acks) == 0 && len(r.Grants) == 0 && len(r.Holds) == 0 &&
-		len(r.States) == 0 && len(r.Profiles) == 0 && len(r.Dropped) == 0 && len(r.Runs) == 0 &&
+		len(r.States) == 0 && len(r.Profiles) == 0 && len(r.Dropped) == 0 && len(r.Runs) == 0 && len(r.Accounts) == 0 &&
 		len(r.Calibrations) == 0 && len(r.KernelTimes) == 0
 }
 
@@ -130,6 +133,9 @@ func (r *Ready) String() string {
 	for _, k := range r.KernelTimes {
 		fmt.Fprintf(&b, "kernel_times task=%d bound=%s default=%s kernels=%d\n", k.Task, time.Duration(k.BoundNs),
 			time.Duration(k.DefaultNs), len(k.Kernels))
+	}
+	for _, a := range r.Accounts {
+		fmt.Fprintf(&b, "account task=%d used=%s measured=%s granted=%s\n", a.Task, time.Duration(a.UsedNs), time.Duration(a.MeasuredNs), time.Duration(a.GrantedNs))
 	}
 	return b.String()
 }

@@ -90,7 +90,8 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		err = h.node.Step(TaskRegistered{Now: h.now, Task: taskArg(t, args), Key: args["key"],
 			PID: uint32(num(t, args, "pid", int64(taskArg(t, args)))), Priority: uint8(num(t, args, "prio", 5)),
-			GPU: gpu, Model: "sim", Profile: p, Local: args["local"] == "true"})
+			GPU: gpu, Model: "sim", Profile: p, Local: args["local"] == "true",
+			Weight: uint32(num(t, args, "weight", 0)), Owner: args["owner"]})
 	case "notify":
 		err = h.node.Step(LaunchNotified{Now: h.now, Task: taskArg(t, args), Seq: uint32(num(t, args, "seq", 0)), Kernel: uint64(num(t, args, "kernel", 0))})
 	case "batch":
@@ -165,7 +166,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			default:
 				next = fmtDur(bh.NextNs)
 			}
-			fmt.Fprintf(&b, "gpu=%s next=%s switch=%s resume=%v resume_prio=%d\n", bh.GPU, next, fmtDur(bh.SwitchNs), bh.Resume, bh.ResumePrio)
+			fmt.Fprintf(&b, "gpu=%s next=%s switch=%s resume=%v resume_task=%d\n", bh.GPU, next, fmtDur(bh.SwitchNs), bh.Resume, bh.ResumeTask)
 		}
 		return b.String()
 	case "watched":
@@ -186,6 +187,17 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			fmt.Fprintf(&b, "task=%d key=%s prio=%d role=%s phase=%s credit=%d runs=%d waiting=%d\n",
 				ti.ID, ti.Key, ti.Priority, ti.Role, ti.Phase, ti.Credit, ti.Runs, ti.Waiting)
 		}
+		return b.String()
+	case "accounts":
+		// GPU time and fair-share state per task.
+		var b strings.Builder
+		for _, ti := range h.node.Tasks() {
+			a := ti.Account
+			fmt.Fprintf(&b, "task=%d owner=%s weight=%d role=%s throttled=%v vt=%s used=%s measured=%s granted=%s\n",
+				ti.ID, a.Owner, ti.Weight, ti.Role, ti.Throttled, fmtDur(ti.VirtualNs), fmtDur(a.UsedNs), fmtDur(a.MeasuredNs), fmtDur(a.GrantedNs))
+		}
+		s := h.node.Stats()
+		fmt.Fprintf(&b, "turns=%d throttles=%d\n", s.FairTurns, s.FairThrottles)
 		return b.String()
 	case "board_elections":
 		return fmt.Sprintf("%d\n", h.node.Stats().BoardElections)

@@ -73,6 +73,14 @@ type task struct {
 	delayPending int64 // charged between runs, moves to the next run
 
 	prof *profiling // non-nil while profiling
+
+	// Fair shares among equals and accounting (fair.go).
+	weight    int64  // ≥ 1
+	owner     string // whom its GPU time is accounted to
+	acct      Account
+	vt        int64 // virtual time: GPU time used / weight (ns)
+	fairSeen  int64 // its latest launch or request (fairActive)
+	throttled bool  // a holder that ran more than FairLag ahead: it waits
 	// calibMissed: calibration requests it left unanswered in a row.
 	calibMissed int
 }
@@ -98,6 +106,8 @@ type request struct {
 	lastHold int64
 	skips    int    // fill opportunities that passed it over
 	lastOpp  uint64 // the opportunity its last skip was counted for
+	// solo: granted out of its task's turn (fairFit), so without credit.
+	solo bool
 }
 
 // gpu is one device's independent scheduling state.
@@ -127,6 +137,15 @@ type gpu struct {
 	// while it lasts nothing of its priority or lower but its own
 	// kernels is granted (see profilingRun).
 	measuring *task
+	// turn[p] is the task of priority p whose turn it is to fill (fair
+	// policy, fair.go); nil: none yet.
+	turn [10]*task
+	// lpLast is the waiter whose work was last granted, launched on credit
+	// or left queued (the end of lpBusyUntil is its); fairAt is when a
+	// kernel of another task, held back so that it does not run beside
+	// that work, may go (fairFit; 0: none held).
+	lpLast *task
+	fairAt int64
 	// sw is the GPU's measured switch (switchcost.go); held the waiter
 	// being calibrated, granted nothing meanwhile.
 	sw   switchEstimate
@@ -148,6 +167,12 @@ func (g *gpu) addTask(t *task) {
 }
 
 func (g *gpu) removeTask(t *task) {
+	if g.turn[t.prio] == t {
+		g.turn[t.prio] = nil
+	}
+	if g.lpLast == t {
+		g.lpLast = nil
+	}
 	for i, x := range g.tasks {
 		if x == t {
 			g.tasks = append(g.tasks[:i], g.tasks[i+1:]...)

@@ -1,6 +1,7 @@
 # simgpu: the simulated libcuda.so.1 (owned by simgpu/).
 #
-#   make simgpu        bin/simgpu/libcuda.so.1 (+ libcuda.so link) and bin/simgpu/simgpu-bench
+#   make simgpu        bin/simgpu/libcuda.so.1 (+ libcuda.so link), bin/simgpu/simgpu-bench and
+#                      bin/switch-probe (tests/gpu/calibrate.sh: runs on a GPU and on simgpu)
 #   make test-simgpu   build and run the C tests in simgpu/tests/ (Go tests of the
 #                      device model: go test ./simgpu/devmodel/)
 #
@@ -21,7 +22,15 @@ SIMGPU_TEST_SRC  := $(filter-out simgpu/tests/testutil.c,$(wildcard simgpu/tests
 SIMGPU_TESTS     := $(patsubst simgpu/tests/%.c,$(SIMGPU_OBJ)/tests/%,$(SIMGPU_TEST_SRC))
 SIMGPU_BENCH     := $(SIMGPU_BIN)/simgpu-bench
 
-simgpu: $(SIMGPU_LIB) $(SIMGPU_BIN)/libcuda.so $(SIMGPU_BENCH)
+SIMGPU_PROBE     := $(BIN)/switch-probe
+
+simgpu: $(SIMGPU_LIB) $(SIMGPU_BIN)/libcuda.so $(SIMGPU_BENCH) $(SIMGPU_PROBE)
+
+# An ordinary driver-API program: it links the CUDA stub, so any libcuda.so.1
+# runs it (simgpu's with LD_LIBRARY_PATH=bin/simgpu, or a GPU's).
+$(SIMGPU_PROBE): simgpu/tools/switch-probe.c | cuda-headers
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_BASE) -I$(CUDA_ROOT)/include -o $@ $< -L$(CUDA_STUB) -lcuda
 
 $(SIMGPU_OBJ)/%.o: simgpu/%.c | cuda-headers
 	@mkdir -p $(@D)

@@ -255,6 +255,18 @@ func (b *Badger) List() ([]Summary, error) {
 	return out, nil
 }
 
+// SizeBytes is the space the database's files take on disk (allocated
+// blocks): the daemon's fikit_store_bytes metric. Badger's own Size() is
+// always zero with its metrics off, as they are here. 0 once closed.
+func (b *Badger) SizeBytes() int64 {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return 0
+	}
+	return diskUsage(b.dir)
+}
+
 // Close implements Store. It waits for calls in progress, and for Badger
 // at most CloseTimeout: past it, Close returns an error and leaves Badger's
 // goroutines to end with the process (the directory stays locked until

@@ -13,6 +13,7 @@ import (
 type Memory struct {
 	mu       sync.RWMutex
 	profiles map[string][]byte // by profileKey
+	usage    []byte            // the accounts, encoded (UsageStore)
 	closed   bool
 }
 

@@ -32,3 +32,20 @@ func checkWritable(dir string, same os.FileInfo, need int64) error {
 	}
 	return nil
 }
+
+// diskUsage is the space the regular files directly in dir take on disk
+// (allocated blocks: Badger's preallocated files count what they use).
+func diskUsage(dir string) int64 {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, e := range ents {
+		var st unix.Stat_t
+		if e.Type().IsRegular() && unix.Stat(dir+"/"+e.Name(), &st) == nil {
+			n += st.Blocks * 512
+		}
+	}
+	return n
+}

@@ -83,7 +83,7 @@ func TestHookMicrosecondBound(t *testing.T) {
 			}
 			p := schedPolicy{Role: udp.RoleHolder, Phase: udp.PhaseSharing, Board: b, Registered: mask,
 				KernelTimes: &udp.KernelTimes{BoundNS: c.bound, DefaultNS: c.predict},
-				Hint:        &board.Hint{NextNs: board.NoneExpected, SwitchNs: 140_000, ResumePrio: 10}}
+				Hint:        &board.Hint{NextNs: board.NoneExpected, SwitchNs: 140_000}}
 			if c.nextIn > 0 {
 				p.HintAt, p.HintNextIn = 2, c.nextIn
 			}
@@ -130,10 +130,10 @@ const boundSlack = 30_000
 
 func us(ns int64) string { return time.Duration(ns).Round(time.Microsecond).String() }
 
-// TestHookBoardResume: a waiter of the priority the daemon lets resume
-// (the board's resume_prio) that waits for a grant goes without it once the
-// board shows the better priorities' runs ended, their next run leaving
-// room (docs/scheduler.md "Resuming on the board"), and reports the launch;
+// TestHookBoardResume: the waiter the daemon lets resume (the board's
+// resume_task: the fake daemon's first task ID) that waits for a grant
+// goes without it once the board shows the better priorities' runs ended,
+// their next run leaving room (docs/scheduler.md "Resuming on the board"), and reports the launch;
 // the later launches go without asking while the better priorities stay
 // between runs. With resume off the launch waits for the grant (here: its
 // timeout: the fake daemon never answers).
@@ -146,7 +146,7 @@ func TestHookBoardResume(t *testing.T) {
 			sched := newFakeSched(t, schedPolicy{Role: udp.RoleWaiter, Phase: udp.PhaseSharing, Board: b, NoGrant: true,
 				Registered:  1 | 1<<7,
 				KernelTimes: &udp.KernelTimes{BoundNS: 1_000_000, DefaultNS: 50_000},
-				Hint:        &board.Hint{NextNs: board.NoneExpected, SwitchNs: 140_000, Resume: resume, ResumePrio: 7}})
+				Hint:        &board.Hint{NextNs: board.NoneExpected, SwitchNs: 140_000, Resume: resume, ResumeTask: 1}})
 			// The better priority is inside a run.
 			b.Note(0, 0, monoNow())
 			tl := timelineOf(t)

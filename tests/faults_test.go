@@ -100,6 +100,9 @@ func adminMetrics(t testing.TB, dataDir string) map[string]float64 {
 
 func metricsVia(t testing.TB, c *http.Client, url string) map[string]float64 {
 	t.Helper()
+	// Each call's connection is closed: an idle one would count among the
+	// daemon's descriptors and goroutines until its idle timeout.
+	defer c.CloseIdleConnections()
 	resp, err := c.Get(url)
 	if err != nil {
 		t.Fatalf("metrics: %v", err)

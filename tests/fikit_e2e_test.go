@@ -16,29 +16,68 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fikit/fikit/simgpu/devmodel"
 	"github.com/fikit/fikit/simgpu/timeline"
 )
 
 func TestFikitProtectsHighPriority(t *testing.T) {
-	const (
-		hpTrace, lpTrace = "h100/resnet50_4_fwd", "h100/bert_2_fwd"
-		hpKey, lpKey     = "e2e-hp", "e2e-lp"
-		hpRuns           = 150
-		// A request every 5 ms, about twice the HP's JCT alone, as in
-		// `fikit demo`.
-		hpInterval = 5 * time.Millisecond
-	)
+	// A request every 5 ms, about twice the HP's JCT alone, as in
+	// `fikit demo`.
+	protectsHighPriority(t, pairCase{
+		hp:     replaySpec{trace: "h100/resnet50_4_fwd", cpuNs: 12000, prio: 0, key: "e2e-hp", warmup: 3, runs: 150, interval: 5 * time.Millisecond},
+		lp:     replaySpec{trace: "h100/bert_2_fwd", cpuNs: 5000, prio: 5, key: "e2e-lp"},
+		device: "h200",
+	})
+}
+
+// The pair an H200 ran (docs/bench.md "On a real GPU", issue 22): a
+// CUDA-graph ResNet-50 batch 1, one graph launch per request every 8 ms,
+// beside BERT-base batch 16, the frozen scenario traces, on the calibrated
+// device. The daemon sees each request as one launch of the graph.
+func TestFikitProtectsCUDAGraphService(t *testing.T) {
+	show := protectsHighPriority(t, pairCase{
+		hp: replaySpec{trace: "scenario/graph_resnet50_b1", cpuNs: -1, graph: true, prio: 0, key: "e2e-graph-hp", warmup: 3,
+			runs: 150, interval: 8 * time.Millisecond},
+		lp:     replaySpec{trace: "scenario/bert_base_b16", cpuNs: -1, prio: 5, key: "e2e-bert-lp"},
+		device: "h200",
+	})
+	if len(show.Kernels) != 1 || !strings.HasPrefix(show.Kernels[0].Name, "fikit.graph") {
+		t.Errorf("the graph service's profile has %d kernels (%v), want its one graph launch", len(show.Kernels), show.Kernels)
+	}
+}
+
+// pairCase is a high-priority service at an interval beside a closed-loop
+// low-priority one, on a simgpu device preset.
+type pairCase struct {
+	hp, lp replaySpec
+	device string
+}
+
+// protectsHighPriority profiles the pair under `fikit serve`, runs the high-
+// priority service alone, the two without a scheduler and under fikit, and
+// judges fikit by the device's ground truth against bounds derived from the
+// preset's context-switch cost. It returns the HP's profile.
+func protectsHighPriority(t *testing.T, pc pairCase) profileShowJSON {
 	requireBins(t, "fikit", "fikit-replay", "libfikit_hook.so", "simgpu/libcuda.so.1")
+	dev, err := devmodel.Preset(pc.device)
+	if err != nil {
+		t.Fatal(err)
+	}
 	d := startServe(t, t.TempDir(), "", "--profile-runs", "20")
 	shm, tl := uniqueShm(t), timelineOf(t)
-	env := simgpuEnv(t, shm, "FIKIT_SIMGPU_TIMELINE="+tl)
-	hp := replaySpec{trace: hpTrace, cpuNs: 12000, prio: 0, key: hpKey, sched: d.addr, warmup: 3}
-	lp := replaySpec{trace: lpTrace, cpuNs: 5000, prio: 5, key: lpKey, sched: d.addr}
+	env := simgpuEnv(t, shm, "FIKIT_SIMGPU_TIMELINE="+tl, "FIKIT_SIMGPU_DEVICE="+pc.device)
+	hp, lp := pc.hp, pc.lp
+	hp.sched, lp.sched = d.addr, d.addr
+	hpRuns, hpInterval := hp.runs, hp.interval
 
 	// Profile each alone.
-	for _, s := range []replaySpec{hp, lp} {
-		s.runs, s.warmup = 23, 0
-		profileFully(t, d, env, s)
+	var hpShow profileShowJSON
+	for i, s := range []replaySpec{hp, lp} {
+		s.runs, s.warmup, s.interval = 23, 0, 0
+		show := profileFully(t, d, env, s)
+		if i == 0 {
+			hpShow = show
+		}
 	}
 
 	hp.runs, hp.interval = hpRuns, hpInterval
@@ -66,6 +105,10 @@ func TestFikitProtectsHighPriority(t *testing.T) {
 		return mode{hp: parseRuns(t, hr.Stdout), lp: parseRuns(t, lr.Stdout), hpPid: summaryPid(t, hr.Stdout)}
 	}
 
+	var lpLongest int64
+	for _, k := range loadTrace(t, lp.trace).Kernels {
+		lpLongest = max(lpLongest, k.DurationNs)
+	}
 	// Alone (hooked, sharing phase).
 	h := hp
 	h.hooked = true
@@ -76,6 +119,7 @@ func TestFikitProtectsHighPriority(t *testing.T) {
 	}
 	aloneRuns := parseRuns(t, ar.Stdout)
 	alone := p50(jcts(aloneRuns))
+	heavyNs := int64(dev.Switch) + max(alone/4, lpLongest)
 
 	shared := run(false, false)
 	fikit := run(true, true)
@@ -91,31 +135,38 @@ func TestFikitProtectsHighPriority(t *testing.T) {
 	// The instrument first: alone, nothing delays the high-priority kernels;
 	// each run's blocked time as the replayer read it from the device equals
 	// the timeline's, kernel by kernel.
-	if in := interference(t, aloneRuns, alone); in.p99 != 0 {
+	if in := interference(t, aloneRuns, alone, heavyNs); in.p99 != 0 {
 		t.Errorf("alone, the high-priority runs were blocked %.2f%% of their JCT (p99): the instrument is wrong", in.p99)
 	}
 	for name, m := range map[string]mode{"default sharing": shared, "fikit": fikit} {
 		checkBlockedMatchesTimeline(t, name, m.hp, segs, m.hpPid)
 	}
 
-	sh, fk := interference(t, shared.hp, alone), interference(t, fikit.hp, alone)
+	sh, fk := interference(t, shared.hp, alone, heavyNs), interference(t, fikit.hp, alone, heavyNs)
 	shShare, fkShare := lpInsideHP(shared.hp, segs, shared.hpPid), lpInsideHP(fikit.hp, segs, fikit.hpPid)
 	t.Logf("high priority p50 JCT: alone %s; default sharing %s (%.2fx, host part %.2fx); fikit %s (%.2fx, host part %.2fx)",
 		ms(alone), ms(p50(jcts(shared.hp))), sh.wall, sh.host, ms(p50(jcts(fikit.hp))), fk.wall, fk.host)
-	t.Logf("HP GPU interference (blocked / JCT alone) p50 / p90 / p99: default sharing %.2f%% / %.2f%% / %.2f%%, fikit %.2f%% / %.2f%% / %.2f%%; runs blocked > 25%%: %.0f%% / %.0f%%",
-		sh.p50, sh.p90, sh.p99, fk.p50, fk.p90, fk.p99, sh.over25, fk.over25)
+	t.Logf("HP GPU interference (blocked / JCT alone) p50 / p90 / p99: default sharing %.2f%% / %.2f%% / %.2f%%, fikit %.2f%% / %.2f%% / %.2f%%; heavy runs (blocked > %s): %.0f%% / %.0f%%",
+		sh.p50, sh.p90, sh.p99, fk.p50, fk.p90, fk.p99, ms(heavyNs), sh.heavy, fk.heavy)
 	t.Logf("low priority runs during the high-priority span: default sharing %d, fikit %d; LP GPU time inside HP runs under fikit %.0f%%",
 		lpWithin(shared.hp, shared.lp), lpWithin(fikit.hp, fikit.lp), 100*fkShare.inside)
 	t.Logf("HP idle GPU time filled: default sharing %.0f%%, fikit %.0f%%; time between HP runs %.0f%% / %.0f%% of the span, filled %.0f%% / %.0f%%",
 		100*shShare.fill, 100*fkShare.fill, 100*shShare.room, 100*fkShare.room, 100*shShare.roomFill, 100*fkShare.roomFill)
 
-	// The scheduler, judged by what happened on the device. The median's
-	// bound is the gate issue's (2 %); docs/bench.md has today's figures.
-	if fk.p50 > interferenceP50Max {
-		t.Errorf("under fikit the high-priority runs were blocked %.2f%% of their JCT alone at the median, want ≤ %.0f%%", fk.p50, interferenceP50Max)
+	// The scheduler, judged by what happened on the device, against what
+	// today's scheduler does on this device (docs/bench.md): a median run
+	// pays the switch back from the low-priority service, which filled the
+	// time before it; a fill the core packed for a 25 µs switch
+	// (--switch-cost) can end up to a switch late; the bound leaves a third
+	// switch for a host that delays the core's news of the run. A heavy
+	// run is one blocked more than a switch and the longer of one
+	// low-priority kernel (kernels are not preempted) and a quarter of its
+	// JCT alone: the tail where the core let more than one kernel in.
+	if maxP50 := 300 * float64(dev.Switch) / float64(alone); fk.p50 > maxP50 {
+		t.Errorf("under fikit the high-priority runs were blocked %.2f%% of their JCT alone at the median, want ≤ %.1f%% (three %v switches)", fk.p50, maxP50, dev.Switch)
 	}
-	if fk.over25 > heavyRunsMaxPct {
-		t.Errorf("under fikit %.0f%% of the high-priority runs were blocked more than a quarter of their JCT alone, want ≤ %.0f%%", fk.over25, heavyRunsMaxPct)
+	if fk.heavy > heavyRunsMaxPct {
+		t.Errorf("under fikit %.0f%% of the high-priority runs were heavy (blocked over %s), want ≤ %.0f%%", fk.heavy, ms(heavyNs), heavyRunsMaxPct)
 	}
 	if fk.p50 > sh.p50/4 {
 		t.Errorf("fikit's GPU interference (p50 %.2f%%) is not clearly below default sharing's (%.2f%%)", fk.p50, sh.p50)
@@ -134,7 +185,7 @@ func TestFikitProtectsHighPriority(t *testing.T) {
 			fk.wall, fk.host, sh.wall, 100*fkShare.room, retry, measureRetries)
 		time.Sleep(measureRetryPause)
 		again := run(true, true)
-		fk = interference(t, again.hp, alone)
+		fk = interference(t, again.hp, alone, heavyNs)
 		fkShare = lpInsideHP(again.hp, readTimeline(t, tl), again.hpPid)
 		t.Logf("again: fikit %.2fx (host part %.2fx), interference p50 %.2f%%; HP idle GPU time filled %.0f%%, time between HP runs %.0f%% of the span, filled %.0f%%",
 			fk.wall, fk.host, fk.p50, 100*fkShare.fill, 100*fkShare.room, 100*fkShare.roomFill)
@@ -152,6 +203,7 @@ func TestFikitProtectsHighPriority(t *testing.T) {
 	case fkShare.roomFill < minRoomFill:
 		t.Errorf("only %.0f%% of the time between high-priority runs was filled, want ≥ %.0f%%", 100*fkShare.roomFill, 100*minRoomFill)
 	}
+	return hpShow
 }
 
 // The low-priority service's progress under fikit: the share of the time
@@ -162,17 +214,8 @@ const (
 	minRoomFill = 0.60
 )
 
-// Bounds on the high-priority service's GPU interference under fikit: its
-// median run's blocked time in percent of its JCT alone, and the share of
-// runs blocked more than a quarter of it (the tail: a run that starts while
-// low-priority kernels are queued waits for them, up to a time slice). A
-// median run pays one context switch back from the low-priority service,
-// which filled the time before it (docs/scheduler.md, "Measured"); the
-// bound leaves room for one more.
-const (
-	interferenceP50Max = 2.0
-	heavyRunsMaxPct    = 8.0
-)
+// The share of heavy runs allowed under fikit (see protectsHighPriority).
+const heavyRunsMaxPct = 8.0
 
 // How often, and after what pause, a fikit span that lost to default sharing
 // on wall clock, or left too little time between high-priority runs, is
@@ -186,11 +229,11 @@ const (
 // the host's.
 type interferenceFigures struct {
 	p50, p90, p99 float64 // blocked / p50 JCT alone, %
-	over25        float64 // % of runs blocked more than 25 % of the JCT alone
+	heavy         float64 // % of runs blocked more than heavyNs
 	wall, host    float64 // p50 JCT / alone; p50 (JCT − blocked) / alone
 }
 
-func interference(t testing.TB, runs []replayRun, alone int64) interferenceFigures {
+func interference(t testing.TB, runs []replayRun, alone, heavyNs int64) interferenceFigures {
 	t.Helper()
 	blocked := make([]int64, len(runs))
 	net := make([]int64, len(runs))
@@ -206,8 +249,8 @@ func interference(t testing.TB, runs []replayRun, alone int64) interferenceFigur
 	slices.Sort(sorted)
 	f.p90 = 100 * float64(sorted[(len(sorted)*9+9)/10-1]) / float64(alone)
 	for _, b := range blocked {
-		if 4*b > alone {
-			f.over25 += 100 / float64(len(blocked))
+		if b > heavyNs {
+			f.heavy += 100 / float64(len(blocked))
 		}
 	}
 	f.wall = float64(p50(jcts(runs))) / float64(alone)

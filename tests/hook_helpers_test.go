@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -102,7 +103,17 @@ func (f *fakeSched) HintNext() int64 {
 
 func newFakeSched(t testing.TB, policy schedPolicy) *fakeSched {
 	t.Helper()
-	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	return newFakeSchedAt(t, policy, "127.0.0.1:0")
+}
+
+// newFakeSchedAt is newFakeSched on addr (a daemon back on its port).
+func newFakeSchedAt(t testing.TB, policy schedPolicy, addr string) *fakeSched {
+	t.Helper()
+	ua, err := net.ResolveUDPAddr("udp4", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.ListenUDP("udp4", ua)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,6 +390,11 @@ func parseLauncher(t testing.TB, stdout string) []launcherUnit {
 func hookEnv(t testing.TB, shm, sched string, extra ...string) []string {
 	t.Helper()
 	lib := requireBins(t, "libfikit_hook.so")[0]
+	// A sanitizer's runtime must be loaded before the instrumented hook
+	// (make test-asan / test-tsan set it; docs/operations.md "Sanitizers").
+	if rt := os.Getenv("FIKIT_TEST_PRELOAD"); rt != "" {
+		lib = rt + " " + lib
+	}
 	env := simgpuEnv(t, shm, "LD_PRELOAD="+lib, "FIKIT_SCHEDULER="+sched)
 	return append(env, extra...)
 }

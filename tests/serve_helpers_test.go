@@ -98,8 +98,9 @@ type replaySpec struct {
 	trace    string
 	runs     int
 	warmup   int
-	cpuNs    int64
+	cpuNs    int64 // host time before each launch; < 0: the trace's own
 	interval time.Duration
+	graph    bool // each run one CUDA graph launch (fikit-replay --graph)
 	// poisson: open loop, Poisson arrivals at this rate (runs/s), seeded.
 	poisson float64
 	seed    int
@@ -113,8 +114,13 @@ type replaySpec struct {
 
 func (s replaySpec) command(t testing.TB) (string, []string) {
 	bins := requireBins(t, "fikit", "fikit-replay", "libfikit_hook.so")
-	args := []string{"--trace", s.trace, "--runs", strconv.Itoa(s.runs), "--json", "--quiet",
-		"--cpu-ns", strconv.FormatInt(s.cpuNs, 10)}
+	args := []string{"--trace", s.trace, "--runs", strconv.Itoa(s.runs), "--json", "--quiet"}
+	if s.cpuNs >= 0 {
+		args = append(args, "--cpu-ns", strconv.FormatInt(s.cpuNs, 10))
+	}
+	if s.graph {
+		args = append(args, "--graph")
+	}
 	if s.warmup > 0 {
 		args = append(args, "--warmup", strconv.Itoa(s.warmup))
 	}

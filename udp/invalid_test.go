@@ -114,6 +114,8 @@ func invalidCases() []invalidCase {
 	// Hook → daemon.
 	add("register_missing_hook_flags", missing, "98010101a16b0203c410", uuid16, "a164")
 	add("register_priority_10", rng, "99010101a16b020ac410", uuid16, "a16400")
+	add("register_weight_101", rng, "9a010101a16b0203c410", uuid16, "a1640065")
+	add("register_weight_str", malformed, "9a010101a16b0203c410", uuid16, "a16400a132")
 	add("register_uuid_15", rng, "99010101a16b0203c40f", uuid16[:30], "a16400")
 	add("register_uuid_17", rng, "99010101a16b0203c411", uuid16, "ff", "a16400")
 	add("register_uuid_str", malformed, "99010101a16b0203b0", uuid16, "a16400")

@@ -65,7 +65,17 @@ type Register struct {
 	DeviceUUID [16]byte // the GPU's UUID
 	DeviceName string   // the GPU's model name; profiles are per model
 	HookFlags  uint32   // hook capabilities: HookSendsToken
+	// Weight is the task's share among tasks of its priority on its GPU
+	// (FIKIT_WEIGHT; docs/scheduler.md "Equals"), 1–MaxWeight; 0 (the
+	// field left out) means DefaultWeight.
+	Weight uint32
 }
+
+// Weights a task may claim (Register.Weight).
+const (
+	DefaultWeight = 1
+	MaxWeight     = 100
+)
 
 // LaunchNotify reports a launch after the fact: a holder's launch or a
 // waiter's launch on credit (type 2).
@@ -413,7 +423,8 @@ const (
 
 var messages = [...]messageDef{
 	TypeRegister: def[Register]("Register", ToDaemon, u32("seq"), str("task_key"), u32("pid"),
-		enum("priority", 0, 9), field{name: "device_uuid", kind: kBin16}, str("device_name"), u32("hook_flags")),
+		enum("priority", 0, 9), field{name: "device_uuid", kind: kBin16}, str("device_name"), u32("hook_flags"),
+		optional(enum("weight", 0, MaxWeight))),
 	TypeLaunchNotify: def[LaunchNotify]("LaunchNotify", ToDaemon, u32("task_id"), u32("seq"), u64("kernel_id"),
 		tokenField).about("a holder's or credited launch, sent after the fact"),
 	TypeLaunchRequest: def[LaunchRequest]("LaunchRequest", ToDaemon, u32("task_id"), u32("seq"), u64("kernel_id"),
@@ -476,11 +487,11 @@ type values struct {
 func (m Register) Type() Type { return TypeRegister }
 func (m Register) put(v *values) {
 	v.u[0], v.s[1], v.u[2], v.u[3] = uint64(m.Seq), m.TaskKey, uint64(m.PID), uint64(m.Priority)
-	v.uuid, v.s[5], v.u[6] = m.DeviceUUID, m.DeviceName, uint64(m.HookFlags)
+	v.uuid, v.s[5], v.u[6], v.u[7] = m.DeviceUUID, m.DeviceName, uint64(m.HookFlags), uint64(m.Weight)
 }
 func (m *Register) get(v *values) {
 	*m = Register{Seq: uint32(v.u[0]), TaskKey: v.s[1], PID: uint32(v.u[2]), Priority: uint8(v.u[3]),
-		DeviceUUID: v.uuid, DeviceName: v.s[5], HookFlags: uint32(v.u[6])}
+		DeviceUUID: v.uuid, DeviceName: v.s[5], HookFlags: uint32(v.u[6]), Weight: uint32(v.u[7])}
 }
 
 func (m LaunchNotify) Type() Type { return TypeLaunchNotify }

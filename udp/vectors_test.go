@@ -61,6 +61,10 @@ func vectorCases() []vector {
 		Priority: 3, DeviceUUID: testUUID, DeviceName: "\x00\x01\x7f\x80\xff", HookFlags: 0})
 	add("register_unicode", Register{Seq: 5, TaskKey: "сервис --модель=ř 日本語", PID: 77, Priority: 1,
 		DeviceUUID: testUUID, DeviceName: "GPU κ", HookFlags: 0})
+	add("register_weight", Register{Seq: 6, TaskKey: "svc", PID: 9, Priority: 5, DeviceUUID: testUUID, DeviceName: "g",
+		HookFlags: HookSendsToken, Weight: 2})
+	add("register_weight_max", Register{Seq: 7, TaskKey: "svc", PID: 9, Priority: 5, DeviceUUID: testUUID, DeviceName: "g",
+		Weight: MaxWeight})
 
 	for _, v := range boundaryU32 {
 		add(fmt.Sprintf("launch_notify_task_%d", v), LaunchNotify{TaskID: uint32(v), Seq: 1, KernelID: 0x1a60b5313197dee7})

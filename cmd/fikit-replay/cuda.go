@@ -11,6 +11,12 @@ package main
 typedef struct fk_totals { uint64_t kernels; int64_t busy_ns; int64_t blocked_ns; } fk_totals;
 typedef int (*fk_totals_fn)(fk_totals *);
 
+// Stream capture and graph launch (gorgonia.org/cu has neither): calls into
+// the driver the loader found, so an LD_PRELOAD hook sees them.
+static CUresult fk_begin_capture(CUstream s) { return cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL); }
+static CUresult fk_end_capture(CUstream s, CUgraph *g) { return cuStreamEndCapture(s, g); }
+static CUresult fk_instantiate(CUgraphExec *e, CUgraph g) { return cuGraphInstantiateWithFlags(e, g, 0); }
+
 static int fk_ctx_totals(fk_totals *out)
 {
 	static fk_totals_fn fn;
@@ -46,6 +52,8 @@ type cudaDevice struct {
 	fns    []cu.Function
 	param  uint64           // the launch's one parameter, the duration in ns
 	params []unsafe.Pointer // {&param}, built once: no allocation per launch
+	graph  C.CUgraphExec    // the captured run (--graph), nil before
+	mem    cu.DevicePtr     // the reserved footprint (--footprint-mb), 0 if none
 }
 
 // cudaErr names the failed call and the CUDA error by its enum name.
@@ -110,6 +118,51 @@ func (d *cudaDevice) Launch(fn int, grid, block [3]uint32, durationNs uint64) er
 	return cudaErr("cuLaunchKernel", err)
 }
 
+// cstream is the replay's stream as this package's cgo type.
+func (d *cudaDevice) cstream() C.CUstream { return C.CUstream(unsafe.Pointer(d.stream.C())) }
+
+// CaptureGraph records the launches into a graph by stream capture and
+// instantiates it.
+func (d *cudaDevice) CaptureGraph(ls []replay.GraphLaunch) error {
+	if err := cudaErr("cuStreamBeginCapture", cuResult(C.fk_begin_capture(d.cstream()))); err != nil {
+		return err
+	}
+	var g C.CUgraph
+	for i, l := range ls {
+		if err := d.Launch(l.Fn, l.Grid, l.Block, l.DurationNs); err != nil {
+			_ = C.fk_end_capture(d.cstream(), &g)
+			if g != nil {
+				C.cuGraphDestroy(g)
+			}
+			return fmt.Errorf("capturing kernel %d: %w", i, err)
+		}
+	}
+	if err := cudaErr("cuStreamEndCapture", cuResult(C.fk_end_capture(d.cstream(), &g))); err != nil {
+		return err
+	}
+	defer C.cuGraphDestroy(g)
+	if d.graph != nil {
+		C.cuGraphExecDestroy(d.graph)
+		d.graph = nil
+	}
+	return cudaErr("cuGraphInstantiate", cuResult(C.fk_instantiate(&d.graph, g)))
+}
+
+func (d *cudaDevice) LaunchGraph() error {
+	return cudaErr("cuGraphLaunch", cuResult(C.cuGraphLaunch(d.graph, d.cstream())))
+}
+
+// Reserve allocates bytes of device memory, writes it once and keeps it
+// until Close.
+func (d *cudaDevice) Reserve(bytes uint64) error {
+	p, err := cu.MemAlloc(int64(bytes))
+	if err != nil {
+		return cudaErr("cuMemAlloc", err)
+	}
+	d.mem = p
+	return cudaErr("cuMemsetD8", cu.MemsetD8(p, 0x5a, int64(bytes)))
+}
+
 func (d *cudaDevice) Synchronize() error {
 	return cudaErr("cuStreamSynchronize", d.stream.Synchronize())
 }
@@ -117,6 +170,12 @@ func (d *cudaDevice) Synchronize() error {
 func (d *cudaDevice) Close() error {
 	var errs []error
 	errs = append(errs, cudaErr("cuStreamSynchronize", d.stream.Synchronize()))
+	if d.graph != nil {
+		errs = append(errs, cudaErr("cuGraphExecDestroy", cuResult(C.cuGraphExecDestroy(d.graph))))
+	}
+	if d.mem != 0 {
+		errs = append(errs, cudaErr("cuMemFree", cu.MemFree(d.mem)))
+	}
 	errs = append(errs, cudaErr("cuStreamDestroy", d.stream.Destroy()))
 	if d.loaded {
 		errs = append(errs, cudaErr("cuModuleUnload", d.mod.Unload()))
@@ -124,6 +183,20 @@ func (d *cudaDevice) Close() error {
 	errs = append(errs, cudaErr("cuDevicePrimaryCtxRelease", d.dev.ReleasePrimaryCtx()))
 	return errors.Join(errs...)
 }
+
+// cuResult is a driver call's result as an error (nil on success), named by
+// cudaErr like gorgonia's.
+func cuResult(r C.CUresult) error {
+	if r == C.CUDA_SUCCESS {
+		return nil
+	}
+	return cuError(r)
+}
+
+// cuError is a CUresult that cudaErr can name (an int kind, as gorgonia's).
+type cuError int
+
+func (e cuError) Error() string { return fmt.Sprintf("CUDA error %d", int(e)) }
 
 // shorten cuts s to at most n bytes for messages.
 func shorten(s string, n int) string {

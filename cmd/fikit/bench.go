@@ -6,11 +6,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/fikit/fikit/cmd/internal/bench"
+	"github.com/fikit/fikit/cmd/internal/harness"
+	"github.com/fikit/fikit/simgpu/devmodel"
 )
 
 func benchCommand() *cli.Command {
@@ -31,7 +34,10 @@ func benchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "estimate", Usage: "print the expected wall time and exit"},
 			&cli.StringFlag{Name: "report-from", Usage: "regenerate report.md and the plots from this results file, measuring nothing"},
 			&cli.BoolFlag{Name: "verbose", Usage: "show the daemon's log"},
+			&cli.StringFlag{Name: "device", Value: devmodel.DefaultPreset, Usage: "simgpu device preset every scenario runs on: " +
+				strings.Join(devmodel.PresetNames(), ", ") + " (docs/simgpu.md; results.json meta.device_preset)"},
 		}, schedulerFlags("profile-runs")...),
+		Subcommands: []*cli.Command{benchFairCommand()},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageError(c, "bench takes no arguments, got %q", c.Args().First())
@@ -55,8 +61,11 @@ func benchCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if _, err := devmodel.Preset(c.String("device")); err != nil {
+				return usageError(c, "--device: %v", err)
+			}
 			o := bench.Options{Bin: bin, Quick: c.Bool("quick"), MaxPairs: c.Int("pairs"), Version: version, Progress: os.Stderr,
-				Scheduler: &sched}
+				Scheduler: &sched, Device: harness.Device{Preset: c.String("device")}}
 			if c.Bool("estimate") {
 				d, err := bench.Estimate(o)
 				if err != nil {

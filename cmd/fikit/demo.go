@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/fikit/fikit/cmd/internal/harness"
 	"github.com/fikit/fikit/profiler"
 	"github.com/fikit/fikit/scheduler"
+	"github.com/fikit/fikit/simgpu/devmodel"
 	"github.com/fikit/fikit/simgpu/timeline"
 )
 
@@ -31,12 +33,14 @@ func demoCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "hp-trace", Value: "h100/resnet50_4_fwd", Usage: "high-priority trace (file or embedded name)"},
 			&cli.StringFlag{Name: "lp-trace", Value: "h100/bert_2_fwd", Usage: "low-priority trace (file or embedded name)"},
-			&cli.Int64Flag{Name: "hp-cpu-ns", Value: 12000, Usage: "host time per high-priority launch (framework overhead)"},
-			&cli.Int64Flag{Name: "lp-cpu-ns", Value: 5000, Usage: "host time per low-priority launch"},
+			&cli.Int64Flag{Name: "hp-cpu-ns", Value: 12000, Usage: "host time per high-priority launch (framework overhead); -1: the trace's own"},
+			&cli.Int64Flag{Name: "lp-cpu-ns", Value: 5000, Usage: "host time per low-priority launch; -1: the trace's own"},
+			&cli.BoolFlag{Name: "hp-graph", Usage: "each high-priority request is one CUDA graph launch of its trace's kernels (fikit-replay --graph)"},
 			&cli.DurationFlag{Name: "interval", Value: 5 * time.Millisecond, Usage: "high-priority request interval"},
 			&cli.IntFlag{Name: "runs", Value: 200, Usage: "high-priority requests per mode"},
 			&cli.IntFlag{Name: "profile-runs", Value: 20, Usage: "profiling runs (T)"},
-			&cli.StringFlag{Name: "model", Usage: "simgpu device model: timeslice (default) or fifo"},
+			&cli.StringFlag{Name: "device", Usage: "simgpu device preset: " + strings.Join(devmodel.PresetNames(), ", ") + " (default " + devmodel.DefaultPreset + "; docs/simgpu.md)"},
+			&cli.StringFlag{Name: "model", Usage: "simgpu device model: timeslice (the preset's) or fifo"},
 			&cli.StringFlag{Name: "keep", Usage: "keep the work files (timeline, logs) in this directory"},
 			&cli.BoolFlag{Name: "json", Usage: "print the results as JSON"},
 			&cli.BoolFlag{Name: "verbose", Usage: "show the daemon's log"},
@@ -51,8 +55,16 @@ func demoCommand() *cli.Command {
 			if b := c.String("board"); b != "on" && b != "off" {
 				return usageError(c, "--board must be on or off, not %q", b)
 			}
-			if c.Bool("gpu") && c.String("model") != "" {
-				return usageError(c, "--model is simgpu's; it has no meaning with --gpu")
+			if c.Int64("hp-cpu-ns") < -1 || c.Int64("lp-cpu-ns") < -1 {
+				return usageError(c, "--hp-cpu-ns and --lp-cpu-ns must be ≥ 0, or -1 for the trace's own host times")
+			}
+			if c.Bool("gpu") && (c.String("model") != "" || c.String("device") != "") {
+				return usageError(c, "--model and --device are simgpu's; they have no meaning with --gpu")
+			}
+			if d := c.String("device"); d != "" {
+				if _, err := devmodel.Preset(d); err != nil {
+					return usageError(c, "--device: %v", err)
+				}
 			}
 			bin, err := companionDir(replayBin)
 			if err != nil {
@@ -71,8 +83,8 @@ func demoCommand() *cli.Command {
 			}
 			res, err := runDemo(c.Context, demoOptions{
 				bin: bin, dir: dir, hpTrace: c.String("hp-trace"), lpTrace: c.String("lp-trace"),
-				hpCPU: c.Int64("hp-cpu-ns"), lpCPU: c.Int64("lp-cpu-ns"), interval: c.Duration("interval"),
-				runs: c.Int("runs"), profileRuns: c.Int("profile-runs"), model: c.String("model"),
+				hpCPU: c.Int64("hp-cpu-ns"), lpCPU: c.Int64("lp-cpu-ns"), interval: c.Duration("interval"), hpGraph: c.Bool("hp-graph"),
+				runs: c.Int("runs"), profileRuns: c.Int("profile-runs"), model: c.String("model"), device: c.String("device"),
 				verbose: c.Bool("verbose"), progress: progress, record: c.Bool("record"),
 				gpu: c.Bool("gpu"), boardOff: c.String("board") == "off",
 			})
@@ -92,15 +104,18 @@ func demoCommand() *cli.Command {
 
 type demoOptions struct {
 	bin, dir, hpTrace, lpTrace, model string
+	device                            string
 	hpCPU, lpCPU                      int64
 	interval                          time.Duration
 	runs, profileRuns                 int
 	verbose, record, gpu, boardOff    bool
+	hpGraph                           bool
 	progress                          io.Writer
 }
 
 // DemoMode is one way of running the pair.
 type DemoMode struct {
+	HPp10Ns  int64   `json:"hp_p10_ns"`
 	HPp50Ns  int64   `json:"hp_p50_ns"`
 	HPp99Ns  int64   `json:"hp_p99_ns"`
 	HPMeanNs float64 `json:"hp_mean_ns"`
@@ -120,7 +135,10 @@ type DemoMode struct {
 // DemoResult is what `fikit demo --json` prints.
 type DemoResult struct {
 	// Device is "simgpu" or the real GPU's model name (--gpu).
-	Device       string   `json:"device"`
+	Device string `json:"device"`
+	// SimGPU is simgpu's device (preset and overrides; docs/simgpu.md),
+	// empty on a real GPU.
+	SimGPU       string   `json:"simgpu_device,omitempty"`
 	Board        string   `json:"board"`
 	HPTrace      string   `json:"hp_trace"`
 	LPTrace      string   `json:"lp_trace"`
@@ -148,7 +166,8 @@ type DemoProfile struct {
 
 func runDemo(ctx context.Context, o demoOptions) (*DemoResult, error) {
 	logf := harness.Printer(o.progress)
-	env, err := harness.New(harness.Options{Bin: o.bin, Dir: o.dir, Model: o.model, Timeline: true, GPU: o.gpu})
+	env, err := harness.New(harness.Options{Bin: o.bin, Dir: o.dir, Device: harness.Device{Preset: o.device, Model: o.model},
+		Timeline: true, GPU: o.gpu})
 	if err != nil {
 		return nil, err
 	}
@@ -172,6 +191,9 @@ func runDemo(ctx context.Context, o demoOptions) (*DemoResult, error) {
 
 	hp := harness.Service{Name: "high-priority", Trace: o.hpTrace, CPUNs: o.hpCPU, Prio: 0, TaskKey: "demo-hp", Warmup: 3}
 	lp := harness.Service{Name: "low-priority", Trace: o.lpTrace, CPUNs: o.lpCPU, Prio: 5, TaskKey: "demo-lp"}
+	if o.hpGraph {
+		hp.Args = []string{"--graph"}
+	}
 	if o.boardOff {
 		hp.Env = []string{"FIKIT_BOARD=off"}
 		lp.Env = hp.Env
@@ -192,6 +214,9 @@ func runDemo(ctx context.Context, o demoOptions) (*DemoResult, error) {
 		Timeline: env.TimelinePath(), Profiles: map[string]DemoProfile{}}
 	if o.boardOff {
 		res.Board = "off"
+	}
+	if !o.gpu {
+		res.SimGPU = harness.Device{Preset: o.device, Model: o.model}.String()
 	}
 	for _, s := range []harness.Service{hp, lp} {
 		if p, err := d.ProfileOf(s.TaskKey); err == nil {
@@ -267,7 +292,7 @@ func runDemo(ctx context.Context, o demoOptions) (*DemoResult, error) {
 
 func modeOf(hp *harness.Result, pair *harness.PairResult, aloneJCTs []int64) DemoMode {
 	j := hp.JCTs()
-	m := DemoMode{HPp50Ns: harness.Quantile(j, 0.5), HPp99Ns: harness.Quantile(j, 0.99), HPRuns: len(j)}
+	m := DemoMode{HPp10Ns: harness.Quantile(j, 0.1), HPp50Ns: harness.Quantile(j, 0.5), HPp99Ns: harness.Quantile(j, 0.99), HPRuns: len(j)}
 	m.HPMeanNs, _ = harness.MeanCV(j)
 	base := harness.Quantile(aloneJCTs, 0.5)
 	if aloneJCTs == nil {
@@ -285,8 +310,12 @@ func modeOf(hp *harness.Result, pair *harness.PairResult, aloneJCTs []int64) Dem
 
 func printDemo(w io.Writer, r *DemoResult) {
 	ms := func(ns int64) string { return fmt.Sprintf("%.2f ms", float64(ns)/1e6) }
+	dev := r.Device
+	if r.SimGPU != "" {
+		dev += " (device " + r.SimGPU + ")"
+	}
 	fmt.Fprintf(w, "\non %s (board %s): high priority %s, one request every interval; low priority %s, back to back\n\n",
-		r.Device, r.Board, r.HPTrace, r.LPTrace)
+		dev, r.Board, r.HPTrace, r.LPTrace)
 	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "mode\tHP p50 JCT\tHP p99 JCT\tHP p50 vs alone\tHP GPU interference p50 / p99\tLP runs done\tLP runs/s\tHP idle GPU filled\t")
 	fmt.Fprintf(tw, "HP alone\t%s\t%s\t%.2fx\t-\t-\t-\t-\t\n", ms(r.Alone.HPp50Ns), ms(r.Alone.HPp99Ns), 1.0)

@@ -36,6 +36,8 @@ func runCommand() *cli.Command {
 			"found beside the fikit binary, else in <prefix>/lib/fikit/; --hook overrides.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "priority", Aliases: []string{"p"}, Value: 5, Usage: "priority, 0 (highest) to 9"},
+			&cli.IntFlag{Name: "weight", Aliases: []string{"w"}, Value: udp.DefaultWeight,
+				Usage: fmt.Sprintf("share of the GPU among tasks of its priority, 1 to %d (within what the daemon's policy allows)", udp.MaxWeight)},
 			&cli.StringFlag{Name: "task-key", Usage: "task key (default: the command line, as the hook computes it)"},
 			&cli.StringFlag{Name: "scheduler", Usage: "scheduler address host:port (default: FIKIT_SCHEDULER, else 127.0.0.1:7070)"},
 			&cli.StringFlag{Name: "auth-key-file", Usage: "key file of a scheduler on another host (its --auth-key-file; default: FIKIT_AUTH_KEY_FILE)"},
@@ -49,6 +51,10 @@ func runAction(c *cli.Context) error {
 	prio := c.Int("priority")
 	if prio < 0 || prio > 9 {
 		return usageError(c, "--priority %d: want 0 (highest) to 9", prio)
+	}
+	weight := c.Int("weight")
+	if weight < 1 || weight > udp.MaxWeight {
+		return usageError(c, "--weight %d: want 1 to %d", weight, udp.MaxWeight)
 	}
 	if c.NArg() == 0 {
 		return usageError(c, "no command to run; usage: fikit run --priority N -- CMD [ARGS...]")
@@ -76,7 +82,11 @@ func runAction(c *cli.Context) error {
 			return usageError(c, "--auth-key-file: %v", err)
 		}
 	}
-	env := hookEnv(os.Environ(), hook, prio, c.String("task-key"), c.String("scheduler"), keyFile)
+	w := 0 // the hook's default, or FIKIT_WEIGHT as the environment has it
+	if c.IsSet("weight") {
+		w = weight
+	}
+	env := hookEnv(os.Environ(), hook, prio, w, c.String("task-key"), c.String("scheduler"), keyFile)
 	return runChild(path, args, env)
 }
 
@@ -98,10 +108,13 @@ func findHook(explicit string) (string, error) {
 }
 
 // hookEnv is env with the hook first in LD_PRELOAD (kept once) and the
-// FIKIT_* variables of the flags; an unset flag leaves the variable as the
-// environment has it.
-func hookEnv(env []string, hook string, prio int, taskKey, scheduler, keyFile string) []string {
+// FIKIT_* variables of the flags; an unset flag (a weight of 0) leaves the
+// variable as the environment has it.
+func hookEnv(env []string, hook string, prio, weight int, taskKey, scheduler, keyFile string) []string {
 	set := map[string]string{"FIKIT_PRIORITY": strconv.Itoa(prio)}
+	if weight > 0 {
+		set["FIKIT_WEIGHT"] = strconv.Itoa(weight)
+	}
 	if taskKey != "" {
 		set["FIKIT_TASK_KEY"] = taskKey
 	}
@@ -130,7 +143,7 @@ func hookEnv(env []string, hook string, prio int, taskKey, scheduler, keyFile st
 		out = append(out, kv)
 	}
 	out = append(out, "LD_PRELOAD="+preload)
-	for _, k := range []string{"FIKIT_PRIORITY", "FIKIT_TASK_KEY", "FIKIT_SCHEDULER", "FIKIT_AUTH_KEY_FILE"} {
+	for _, k := range []string{"FIKIT_PRIORITY", "FIKIT_WEIGHT", "FIKIT_TASK_KEY", "FIKIT_SCHEDULER", "FIKIT_AUTH_KEY_FILE"} {
 		if v, ok := set[k]; ok {
 			out = append(out, k+"="+v)
 		}

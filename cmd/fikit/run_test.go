@@ -32,14 +32,14 @@ func runFikit(t *testing.T, args ...string) (string, error) {
 
 func TestHookEnv(t *testing.T) {
 	env := []string{"PATH=/bin", "LD_PRELOAD=/a.so:/h/libfikit_hook.so /b.so", "FIKIT_PRIORITY=9", "FIKIT_SCHEDULER=x:1"}
-	got := hookEnv(env, "/h/libfikit_hook.so", 0, "svc", "", "")
+	got := hookEnv(env, "/h/libfikit_hook.so", 0, 0, "svc", "", "")
 	want := []string{"PATH=/bin", "FIKIT_SCHEDULER=x:1", "LD_PRELOAD=/h/libfikit_hook.so:/a.so:/b.so",
 		"FIKIT_PRIORITY=0", "FIKIT_TASK_KEY=svc"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("hookEnv =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	got = hookEnv([]string{"HOME=/root"}, "/h.so", 5, "", "10.0.0.1:7070", "/k")
-	want = []string{"HOME=/root", "LD_PRELOAD=/h.so", "FIKIT_PRIORITY=5", "FIKIT_SCHEDULER=10.0.0.1:7070", "FIKIT_AUTH_KEY_FILE=/k"}
+	got = hookEnv([]string{"HOME=/root", "FIKIT_WEIGHT=7"}, "/h.so", 5, 3, "", "10.0.0.1:7070", "/k")
+	want = []string{"HOME=/root", "LD_PRELOAD=/h.so", "FIKIT_PRIORITY=5", "FIKIT_WEIGHT=3", "FIKIT_SCHEDULER=10.0.0.1:7070", "FIKIT_AUTH_KEY_FILE=/k"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("hookEnv = %q, want %q", got, want)
 	}
@@ -49,8 +49,8 @@ func TestHookEnv(t *testing.T) {
 func TestRunSetsEnvironment(t *testing.T) {
 	hook, out := fakeHook(t), filepath.Join(t.TempDir(), "env")
 	t.Setenv("LD_PRELOAD", "")
-	_, err := runFikit(t, "run", "-p", "3", "--task-key", "svc a", "--scheduler", "127.0.0.1:9", "--hook", hook, "--",
-		"sh", "-c", `printf '%s|%s|%s|%s' "$LD_PRELOAD" "$FIKIT_PRIORITY" "$FIKIT_TASK_KEY" "$FIKIT_SCHEDULER" >"$0"`, out)
+	_, err := runFikit(t, "run", "-p", "3", "--weight", "2", "--task-key", "svc a", "--scheduler", "127.0.0.1:9", "--hook", hook, "--",
+		"sh", "-c", `printf '%s|%s|%s|%s|%s' "$LD_PRELOAD" "$FIKIT_PRIORITY" "$FIKIT_WEIGHT" "$FIKIT_TASK_KEY" "$FIKIT_SCHEDULER" >"$0"`, out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestRunSetsEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := hook + "|3|svc a|127.0.0.1:9"; string(b) != want {
+	if want := hook + "|3|2|svc a|127.0.0.1:9"; string(b) != want {
 		t.Errorf("child saw %q, want %q", b, want)
 	}
 }
@@ -86,6 +86,8 @@ func TestRunUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"run", "-p", "10", "--hook", hook, "--", "true"},
 		{"run", "--priority", "-1", "--hook", hook, "--", "true"},
+		{"run", "--weight", "0", "--hook", hook, "--", "true"},
+		{"run", "-w", "101", "--hook", hook, "--", "true"},
 		{"run", "--hook", hook},
 		{"run", "--task-key", "", "--hook", hook, "--", "true"},
 	} {

@@ -17,6 +17,7 @@ import (
 	"github.com/fikit/fikit/simgpu/devmodel"
 	"github.com/fikit/fikit/simgpu/trace"
 	"github.com/fikit/fikit/store"
+	"github.com/fikit/fikit/udp"
 )
 
 func simCommand() *cli.Command {
@@ -28,9 +29,10 @@ func simCommand() *cli.Command {
 			"reports each service's JCT under exclusive use, default sharing and fikit.\n\n" +
 			"A service is a trace:   --service trace=h100/resnet50_4_fwd,prio=0,cpu=12us,every=5ms,runs=200\n" +
 			"or a stored profile:    --profile 'KEY:prio=0,every=5ms'  (kernels re-created from the profile)\n" +
-			"Service options: prio=0..9, cpu=DUR (host time per launch), every=DUR or poisson=RATE\n" +
+			"Service options: prio=0..9, cpu=DUR (host time per launch), graph=true (each run one CUDA graph\n" +
+			"launch of the trace's kernels, as fikit-replay --graph), every=DUR or poisson=RATE\n" +
 			"(open-loop arrivals; default closed loop), burst=N (N runs back to back, then idle\n" +
-			"every=DUR), runs=N, pre=DUR, post=DUR, name=NAME.\n" +
+			"every=DUR), runs=N, pre=DUR, post=DUR, weight=N (share among its priority), name=NAME.\n" +
 			"The first service is the one whose idle GPU time the fill share refers to; services\n" +
 			"without runs= run alongside until the others finish.",
 		Flags: append([]cli.Flag{
@@ -39,10 +41,11 @@ func simCommand() *cli.Command {
 			&cli.StringFlag{Name: "data-dir", Value: defaultDataDir(), Usage: "profile store for --profile", EnvVars: []string{"FIKIT_DATA_DIR"}},
 			&cli.StringFlag{Name: "gpu", Usage: "GPU model of the --profile profiles, when a key has several"},
 			&cli.StringFlag{Name: "mode", Value: "all", Usage: "exclusive, sharing, fikit or all"},
-			&cli.StringFlag{Name: "model", Value: "timeslice", Usage: "device model: timeslice or fifo"},
-			&cli.DurationFlag{Name: "switch", Value: 25 * time.Microsecond, Usage: "context-switch cost"},
-			&cli.DurationFlag{Name: "slice", Value: 2 * time.Millisecond, Usage: "time slice"},
-			&cli.DurationFlag{Name: "launch-latency", Value: 4 * time.Microsecond, Usage: "launch to device arrival"},
+			&cli.StringFlag{Name: "device", Value: devmodel.DefaultPreset, Usage: "simgpu device preset: " + strings.Join(devmodel.PresetNames(), ", ") + " (docs/simgpu.md); the flags below override single parameters"},
+			&cli.StringFlag{Name: "model", Usage: "device model: timeslice or fifo (default: the preset's)"},
+			&cli.DurationFlag{Name: "switch", Usage: "context-switch cost (default: the preset's)"},
+			&cli.DurationFlag{Name: "slice", Usage: "time slice (default: the preset's)"},
+			&cli.DurationFlag{Name: "launch-latency", Usage: "launch to device arrival (default: the preset's)"},
 			&cli.DurationFlag{Name: "notify-latency", Value: 30 * time.Microsecond, Usage: "hook launch notification to daemon"},
 			&cli.DurationFlag{Name: "grant-rtt", Value: 60 * time.Microsecond, Usage: "waiter request to grant round trip"},
 			&cli.IntFlag{Name: "profile-runs", Value: 20, Usage: "runs to profile trace services with (simulated, exact)"},
@@ -52,16 +55,20 @@ func simCommand() *cli.Command {
 			if c.NArg() > 0 {
 				return usageError(c, "unexpected argument %q (services go in --service or --profile)", c.Args().First())
 			}
-			dev := devmodel.DefaultConfig()
-			switch c.String("model") {
-			case "timeslice":
-				dev.Model = devmodel.Timeslice
-			case "fifo":
-				dev.Model = devmodel.FIFO
-			default:
-				return usageError(c, "--model must be timeslice or fifo")
+			dev, err := devmodel.Preset(c.String("device"))
+			if err != nil {
+				return usageError(c, "--device: %v", err)
 			}
-			dev.Switch, dev.Timeslice, dev.LaunchLatency = c.Duration("switch"), c.Duration("slice"), c.Duration("launch-latency")
+			if m := c.String("model"); m != "" {
+				if dev.Model, err = devmodel.ParseModel(m); err != nil {
+					return usageError(c, "--model must be timeslice or fifo")
+				}
+			}
+			for flag, dst := range map[string]*time.Duration{"switch": &dev.Switch, "slice": &dev.Timeslice, "launch-latency": &dev.LaunchLatency} {
+				if c.IsSet(flag) {
+					*dst = c.Duration(flag)
+				}
+			}
 			modes := []sim.Mode{sim.Exclusive, sim.Sharing, sim.Fikit}
 			if name := c.String("mode"); name != "all" {
 				m, err := sim.ParseMode(name)
@@ -111,7 +118,8 @@ func simCommand() *cli.Command {
 			opts.Scheduler = sched
 			opts.Scheduler.ProfileRuns = c.Int("profile-runs")
 			opts.NotifyLatency, opts.GrantRTT = c.Duration("notify-latency"), c.Duration("grant-rtt")
-			rep := simReport{Model: c.String("model"), SwitchNs: int64(dev.Switch)}
+			rep := simReport{Device: c.String("device"), Model: dev.Model.String(), SwitchNs: int64(dev.Switch),
+				SliceNs: int64(dev.Timeslice), LaunchNs: int64(dev.LaunchLatency)}
 			var alone []int64
 			for _, m := range modes {
 				opts.Mode = m
@@ -127,7 +135,7 @@ func simCommand() *cli.Command {
 				for i, s := range r.Services {
 					sum := sim.Summarize(s.JCTs)
 					sr := simServiceReport{Name: s.Name, Priority: svcs[i].Priority, Runs: sum.Runs, P50Ns: sum.P50,
-						P99Ns: sum.P99, MeanNs: sum.Mean, CV: sum.CV}
+						P99Ns: sum.P99, MeanNs: sum.Mean, CV: sum.CV, GPUTimeNs: s.BusyNs}
 					if span := s.Span[1] - s.Span[0]; span > 0 {
 						sr.RunsPerSec = float64(s.Runs) / (float64(span) / 1e9)
 					}
@@ -152,8 +160,11 @@ func simCommand() *cli.Command {
 }
 
 type simReport struct {
+	Device   string          `json:"device"` // the preset the parameters start from
 	Model    string          `json:"model"`
 	SwitchNs int64           `json:"switch_ns"`
+	SliceNs  int64           `json:"timeslice_ns"`
+	LaunchNs int64           `json:"launch_latency_ns"`
 	Modes    []simModeReport `json:"modes"`
 }
 
@@ -175,12 +186,15 @@ type simServiceReport struct {
 	MeanNs     float64 `json:"mean_ns"`
 	CV         float64 `json:"cv"`
 	VsAlone    float64 `json:"p50_vs_alone,omitempty"`
+	// GPUTimeNs is the device time its kernels ran.
+	GPUTimeNs int64 `json:"gpu_time_ns"`
 }
 
 func printSim(w io.Writer, r *simReport) {
-	fmt.Fprintf(w, "simulated %s device, context switch %s\n\n", r.Model, time.Duration(r.SwitchNs))
+	fmt.Fprintf(w, "simulated device %s: %s model, %s slice, context switch %s, launch latency %s\n\n", r.Device, r.Model,
+		time.Duration(r.SliceNs), time.Duration(r.SwitchNs), time.Duration(r.LaunchNs))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "mode\tservice\tprio\truns\truns/s\tp50 JCT\tp99 JCT\tp50 vs alone\tGPU util\tfilled\t")
+	fmt.Fprintln(tw, "mode\tservice\tprio\truns\truns/s\tp50 JCT\tp99 JCT\tp50 vs alone\tGPU time\tGPU util\tfilled\t")
 	for _, m := range r.Modes {
 		for i, s := range m.Services {
 			util, fill, vs := "", "", "-"
@@ -193,8 +207,8 @@ func printSim(w io.Writer, r *simReport) {
 			if s.VsAlone > 0 {
 				vs = fmt.Sprintf("%.2fx", s.VsAlone)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f\t%s\t%s\t%s\t%s\t%s\t\n", m.Mode, s.Name, s.Priority, s.Runs, s.RunsPerSec,
-				sim.Ms(s.P50Ns), sim.Ms(s.P99Ns), vs, util, fill)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t\n", m.Mode, s.Name, s.Priority, s.Runs, s.RunsPerSec,
+				sim.Ms(s.P50Ns), sim.Ms(s.P99Ns), vs, sim.Ms(float64(s.GPUTimeNs)), util, fill)
 		}
 	}
 	tw.Flush()
@@ -226,6 +240,15 @@ func serviceFromTrace(spec string) (sim.Service, error) {
 		cpu = int64(d)
 	}
 	sv := sim.Service{Name: name, Kernels: sim.KernelsFromTrace(tr, cpu)}
+	if v, ok := opts["graph"]; ok {
+		g, err := strconv.ParseBool(v)
+		if err != nil {
+			return sv, fmt.Errorf("graph: %w", err)
+		}
+		if g {
+			sv.Kernels = sim.GraphFromTrace(tr, 0)
+		}
+	}
 	return sv, applyServiceOptions(&sv, opts)
 }
 
@@ -255,7 +278,7 @@ func applyServiceOptions(sv *sim.Service, opts map[string]string) error {
 		dur := func() (time.Duration, error) { return time.ParseDuration(v) }
 		var err error
 		switch k {
-		case "trace", "cpu":
+		case "trace", "cpu", "graph":
 		case "name":
 			sv.Name = v
 		case "prio":
@@ -286,6 +309,13 @@ func applyServiceOptions(sv *sim.Service, opts map[string]string) error {
 			sv.PostNs = int64(d)
 		case "seed":
 			sv.Seed, err = strconv.ParseUint(v, 10, 64)
+		case "weight":
+			var w uint64
+			w, err = strconv.ParseUint(v, 10, 32)
+			if err == nil && (w < 1 || w > udp.MaxWeight) {
+				err = fmt.Errorf("must be 1–%d", udp.MaxWeight)
+			}
+			sv.Weight = uint32(w)
 		default:
 			return fmt.Errorf("unknown option %q", k)
 		}

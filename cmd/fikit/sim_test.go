@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -20,5 +21,42 @@ func TestSimServiceFlagKeepsCommas(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// --device picks the preset the flags override; an unknown one is a usage
+// error; graph=true makes each run one CUDA graph launch.
+func TestSimDevicePresets(t *testing.T) {
+	svc := []string{"--service", "trace=scenario/graph_resnet50_b1,graph=true,prio=0,every=8ms,runs=20",
+		"--service", "trace=scenario/bert_base_b16,prio=5,runs=5", "--mode", "exclusive", "--json"}
+	for _, tc := range []struct {
+		args    []string
+		switch_ int64
+		launch  int64
+	}{
+		{nil, 140000, 5000},
+		{[]string{"--device", "legacy"}, 25000, 4000},
+		{[]string{"--device", "legacy", "--switch", "60us"}, 60000, 4000},
+	} {
+		var out bytes.Buffer
+		if err := run(context.Background(), append(append([]string{"fikit", "sim"}, tc.args...), svc...), &out); err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		var rep simReport
+		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.SwitchNs != tc.switch_ || rep.LaunchNs != tc.launch || len(rep.Modes) != 1 {
+			t.Errorf("%v: %+v", tc.args, rep)
+		}
+		// One graph launch of 0.875 ms of device time a request.
+		if p50 := rep.Modes[0].Services[0].P50Ns; p50 < 0.875e6 || p50 > 0.885e6 {
+			t.Errorf("%v: the graph service's p50 %v ns", tc.args, p50)
+		}
+	}
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"fikit", "sim", "--device", "h900"}, &out)
+	if err == nil || !strings.Contains(err.Error(), "h900") {
+		t.Errorf("unknown preset: %v", err)
 	}
 }

@@ -107,17 +107,47 @@ func printStatus(w io.Writer, st *daemon.Status) error {
 	}
 	if len(st.Tasks) == 0 {
 		fmt.Fprintln(w, "no tasks")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tPRIO\tWEIGHT\tROLE\tPHASE\tRUNS\tWAITING\tCREDIT\tJCT\tARRIVALS\tGPU USED\tGRANTED\tTENANT\tPID\tGPU\tTASK KEY")
+		for _, t := range st.Tasks {
+			role := t.Role
+			if t.Throttled {
+				role += " (throttled)"
+			}
+			arr := t.Arrivals
+			if t.ArrivalEveryNs > 0 {
+				arr += " /" + time.Duration(t.ArrivalEveryNs).Round(10*time.Microsecond).String()
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, t.Priority, t.Weight, role,
+				t.Phase, t.Runs, t.Waiting, t.Credit, time.Duration(t.JCTNs).Round(time.Microsecond), arr, gpuTime(t.UsedNs),
+				gpuTime(t.GrantedNs), t.Tenant, t.PID, t.Model, t.Key)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(st.Tenants) == 0 {
 		return nil
 	}
+	fmt.Fprintln(w, "\nGPU time by tenant (all tasks, across restarts; used: measured while profiling, predicted from profiles after):")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tPRIO\tROLE\tPHASE\tRUNS\tWAITING\tCREDIT\tJCT\tARRIVALS\tPID\tGPU\tTASK KEY")
-	for _, t := range st.Tasks {
-		arr := t.Arrivals
-		if t.ArrivalEveryNs > 0 {
-			arr += " /" + time.Duration(t.ArrivalEveryNs).Round(10*time.Microsecond).String()
+	fmt.Fprintln(tw, "TENANT\tTASK KEY\tGPU USED\tMEASURED\tGRANTED")
+	for _, ten := range st.Tenants {
+		fmt.Fprintf(tw, "%s\t(all %d)\t%s\t%s\t%s\n", ten.Tenant, len(ten.TaskKeys), gpuTime(ten.UsedNs), gpuTime(ten.MeasuredNs), gpuTime(ten.GrantedNs))
+		for _, k := range ten.TaskKeys {
+			fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\n", k.TaskKey, gpuTime(k.UsedNs), gpuTime(k.MeasuredNs), gpuTime(k.GrantedNs))
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%d\t%s\t%s\n", t.ID, t.Priority, t.Role, t.Phase, t.Runs,
-			t.Waiting, t.Credit, time.Duration(t.JCTNs).Round(time.Microsecond), arr, t.PID, t.Model, t.Key)
 	}
 	return tw.Flush()
+}
+
+// gpuTime formats GPU time for the status table.
+func gpuTime(ns int64) string {
+	switch d := time.Duration(ns); {
+	case d >= time.Second:
+		return d.Round(time.Millisecond).String()
+	default:
+		return d.Round(time.Microsecond).String()
+	}
 }

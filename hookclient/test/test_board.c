@@ -25,7 +25,7 @@ static const struct {
 	{"gpu.run_end_ns", offsetof(fk_board_gpu, run_end_ns), 8 * FK_BOARD_LEVELS},
 	{"gpu.next_ns", offsetof(fk_board_gpu, next_ns), 8},
 	{"gpu.switch_ns", offsetof(fk_board_gpu, switch_ns), 8},
-	{"gpu.resume_prio", offsetof(fk_board_gpu, resume_prio), 4},
+	{"gpu.resume_task", offsetof(fk_board_gpu, resume_task), 4},
 	{"gpu.flags", offsetof(fk_board_gpu, flags), 4},
 	{"gpu.wake", offsetof(fk_board_gpu, wake), 4},
 	{"gpu.sleepers", offsetof(fk_board_gpu, sleepers), 4},

@@ -35,7 +35,7 @@ int main(int argc, char **argv)
 	CHECK(fk_bound_until(now, now, 300 * US, 200 * US, FK_NEXT_NONE) == now, "none expected");
 
 	/* Resume: on, the priority's turn, the better ones between runs. */
-	fk_resume_view v = {.on = 1, .prio_ok = 1, .next = now + 2000 * US, .sw = 140 * US};
+	fk_resume_view v = {.on = 1, .task_ok = 1, .next = now + 2000 * US, .sw = 140 * US};
 	CHECK(fk_resume_ok(&v, 0, now, 100 * US), "a 2 ms gap pays for two switches and 100us");
 	v.next = now + 350 * US;
 	CHECK(!fk_resume_ok(&v, 0, now, 100 * US), "350us does not pay for 2 × 140us and 100us");
@@ -47,9 +47,9 @@ int main(int argc, char **argv)
 	CHECK(fk_resume_ok(&v, 0, now, 100 * US), "none expected");
 	v.better_in_run = 1;
 	CHECK(!fk_resume_ok(&v, 0, now, 100 * US), "a better priority inside a run");
-	v.better_in_run = 0, v.prio_ok = 0;
+	v.better_in_run = 0, v.task_ok = 0;
 	CHECK(!fk_resume_ok(&v, 0, now, 100 * US), "not its priority's turn");
-	v.prio_ok = 1, v.on = 0;
+	v.task_ok = 1, v.on = 0;
 	CHECK(!fk_resume_ok(&v, 0, now, 100 * US), "resume off");
 
 	/* The table: what was put, the default for the rest; cleared at a new

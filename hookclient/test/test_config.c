@@ -45,7 +45,7 @@ int main(int argc, char **argv)
 	load(&c, 0, NULL);
 	CHECK(!strcmp(c.host, "127.0.0.1") && c.port == 7070 && c.priority == 5 && !c.disabled &&
 		      c.log_level == FK_LOG_WARN && c.grant_timeout_ms == 200 && c.connect_timeout_ms == 1000 &&
-		      !c.task_key_set && nreports == 0 && !c.board_off && c.inflight == -1 && c.local,
+		      !c.task_key_set && nreports == 0 && !c.board_off && c.inflight == -1 && c.local && c.weight == 1,
 	      "defaults");
 
 	const char *const good[][2] = {{"FIKIT_SCHEDULER", "10.1.2.3:9000"}, {"FIKIT_PRIORITY", "0"},
@@ -71,6 +71,15 @@ int main(int argc, char **argv)
 	const char *const gate_bad[][2] = {{"FIKIT_BOARD", "maybe"}, {"FIKIT_INFLIGHT", "17"}};
 	load(&c, 2, gate_bad);
 	CHECK(nreports == 2 && !c.board_off && c.inflight == -1, "bad FIKIT_BOARD / FIKIT_INFLIGHT");
+	const char *const weight[][2] = {{"FIKIT_WEIGHT", "100"}};
+	load(&c, 1, weight);
+	CHECK(nreports == 0 && c.weight == 100, "FIKIT_WEIGHT=100");
+	const char *const weight_bad[][2] = {{"FIKIT_WEIGHT", "0"}};
+	load(&c, 1, weight_bad);
+	CHECK(nreports == 1 && c.weight == 1 && strstr(reports[0], "FIKIT_WEIGHT"), "FIKIT_WEIGHT=0");
+	const char *const weight_big[][2] = {{"FIKIT_WEIGHT", "101"}};
+	load(&c, 1, weight_big);
+	CHECK(nreports == 1 && c.weight == 1, "FIKIT_WEIGHT=101");
 	const char *const key[][2] = {{"FIKIT_AUTH_KEY_FILE", "/etc/fikit/key"}};
 	load(&c, 1, key);
 	CHECK(nreports == 0 && !strcmp(c.auth_key_file, "/etc/fikit/key"), "FIKIT_AUTH_KEY_FILE");

@@ -11,7 +11,7 @@
  *
  * Commands (times: 0, 250ns, 5us, 2ms, 1s; "at" is the event's clock):
  *
- *	config prio=5 grant-timeout=200ms local=1 key=svc pid=100 sched=127.0.0.1:7070
+ *	config prio=5 weight=1 grant-timeout=200ms local=1 key=svc pid=100 sched=127.0.0.1:7070
  *	register task=0 at=…            a launch needs the task registered
  *	register-timeout task=0 at=…    … unanswered for the connect timeout
  *	start-failed task=0             the sender could not start
@@ -27,6 +27,7 @@
  *	refused [task=0 seq=N gen=G] why="…" at=…
  *	run-end task=0 kernels=K run-ns=… reason=R last-seq=S at=…
  *	exit at=…
+ *	leave task=0 at=…               the task's process hit a sticky device error
  *	fork pid=N
  *	view task=0                     the task's whole view
  *
@@ -291,6 +292,7 @@ static void run(char *line)
 	fk_acts acts;
 	if (!strcmp(cmd, "config")) {
 		cfg.priority = (int)num(&a, "prio", (uint64_t)cfg.priority);
+		cfg.weight = (int)num(&a, "weight", (uint64_t)cfg.weight);
 		cfg.grant_timeout_ms = (uint32_t)(dur(&a, "grant-timeout", cfg.grant_timeout_ms * 1000000ull) / 1000000);
 		cfg.local = (int)num(&a, "local", (uint64_t)cfg.local);
 		cfg.pid = (uint32_t)num(&a, "pid", cfg.pid);
@@ -368,6 +370,8 @@ static void run(char *line)
 		ev.calib_flags = (uint8_t)num(&a, "flags", 0);
 	} else if (!strcmp(cmd, "exit")) {
 		ev.type = FK_EV_EXIT;
+	} else if (!strcmp(cmd, "leave")) {
+		ev.type = FK_EV_LEAVE;
 	} else if (!strcmp(cmd, "fork")) {
 		ev.type = FK_EV_FORK;
 		ev.pid = (uint32_t)num(&a, "pid", 0);

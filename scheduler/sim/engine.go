@@ -112,7 +112,7 @@ func newSim(opts Options, specs []Service) (*sim, error) {
 		s.push(&event{at: st.arriv, kind: evArrive, svc: st})
 		if s.core != nil {
 			s.toCore(int64(sp.Start), scheduler.TaskRegistered{Task: st.id, Key: sp.Name, PID: uint32(i + 1),
-				Priority: sp.Priority, GPU: "sim0", Model: "sim", Profile: sp.Profile}, 0)
+				Priority: sp.Priority, Weight: sp.Weight, GPU: "sim0", Model: "sim", Profile: sp.Profile}, 0)
 			s.push(&event{at: int64(sp.Start) + s.opts.Scheduler.HeartbeatInterval, kind: evHeartbeat, svc: st})
 		}
 	}
@@ -449,7 +449,11 @@ func (s *sim) scheduleArrival(st *svcState) {
 	default:
 		st.arriv = s.now
 	}
-	s.push(&event{at: max(st.arriv, s.now), kind: evArrive, svc: st})
+	at := st.arriv
+	if st.spec.Late > 0 && (st.spec.Every > 0 || st.spec.Poisson > 0) {
+		at += st.rng.Int64N(int64(st.spec.Late))
+	}
+	s.push(&event{at: max(at, s.now), kind: evArrive, svc: st})
 }
 
 // flushCore delivers the core's decisions after the reply latency.

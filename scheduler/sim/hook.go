@@ -133,7 +133,7 @@ func (s *sim) boundAt(st *svcState, k Kernel, resume bool) int64 {
 // between runs, and their predicted next run leaves a switch and k's time.
 func (s *sim) resumeOK(st *svcState, k Kernel) bool {
 	h := s.board.hint
-	if !s.opts.Board || !h.Resume || st.spec.Priority != h.ResumePrio || st.h.kt == nil {
+	if !s.opts.Board || !h.Resume || st.id != h.ResumeTask || st.h.kt == nil {
 		return false
 	}
 	for p := range st.spec.Priority {

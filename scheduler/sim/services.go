@@ -32,6 +32,20 @@ func KernelsFromTrace(t *trace.Trace, cpuNs int64) []Kernel {
 	return ks
 }
 
+// GraphFromTrace turns a trace into one run that is a single CUDA graph
+// launch (fikit-replay --graph): one kernel whose ID is the one the hook
+// gives the graph (kernelid.GraphID of its nodes' IDs) and whose duration is
+// the trace's device time, launched hostNs into the run. On the device a
+// graph's kernels follow each other with nothing between them, as one
+// kernel of their summed duration does.
+func GraphFromTrace(t *trace.Trace, hostNs int64) []Kernel {
+	ids := make([]uint64, len(t.Kernels))
+	for i, k := range t.Kernels {
+		ids[i] = kernelid.ID(kernelid.ReplayEntryName(k.Name), k.Grid, k.Block)
+	}
+	return []Kernel{{ID: kernelid.GraphID(ids), DurationNs: t.GPUTimeNs(), HostNs: hostNs}}
+}
+
 // KernelsFromProfile re-creates one run from a profile: each kernel ID
 // appears count/runs times, spread evenly over the run, with its mean
 // duration, and the next launch follows after the kernel's mean duration

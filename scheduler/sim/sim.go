@@ -70,15 +70,22 @@ type Kernel struct {
 type Service struct {
 	Name     string
 	Priority uint8
-	Kernels  []Kernel // one run, in launch order
-	PreNs    int64    // host time at the start of a run (in the JCT)
-	PostNs   int64    // host time after a run (not in the JCT)
+	// Weight is its share among services of its priority (0: 1).
+	Weight  uint32
+	Kernels []Kernel // one run, in launch order
+	PreNs   int64    // host time at the start of a run (in the JCT)
+	PostNs  int64    // host time after a run (not in the JCT)
 	// Every is the open-loop arrival interval (0: closed loop); Poisson,
 	// if > 0, draws exponential inter-arrival times of that mean rate per
 	// second instead (seeded by Seed).
 	Every   time.Duration
 	Poisson float64
 	Seed    uint64
+	// Late, if > 0, delays each open-loop run's start after its arrival by
+	// a uniform random time in [0, Late) (seeded by Seed): the host's
+	// wake-up lateness, which makes run starts jitter around their clock
+	// (WakeLate is a typical figure).
+	Late time.Duration
 	// Burst > 0 (with Every): runs come in bursts of Burst, back to back;
 	// after a burst's last run the service idles Every before the next.
 	Burst int
@@ -90,6 +97,12 @@ type Service struct {
 	// as a real one would.
 	Profile *profiler.Profile
 }
+
+// WakeLate is how late a real open-loop service starts its requests, at
+// most: a time.sleep or a busy host wakes it tens of µs after its clock.
+// An assumption (docs/simgpu.md "Presets"): with requests exactly on their
+// clock the core packs its fills to the µs, which no real host allows.
+const WakeLate = 100 * time.Microsecond
 
 // Options configure a simulation.
 type Options struct {

@@ -50,13 +50,17 @@ func profile(t *testing.T, dev devmodel.Config, svcs ...*Service) {
 	}
 }
 
-func pair(t *testing.T, mode Mode) *Result {
+func pair(t *testing.T, mode Mode) *Result { return pairOn(t, mode, devmodel.DefaultConfig()) }
+
+func pairOn(t *testing.T, mode Mode, dev devmodel.Config) *Result {
 	t.Helper()
 	hpTr, lpTr := loadTrace(t, "h100/resnet50_4_fwd"), loadTrace(t, "h100/bert_2_fwd")
-	dev := devmodel.DefaultConfig()
 	hp := Service{Name: "hp", Priority: 0, Kernels: KernelsFromTrace(hpTr, 12000), Every: 5 * time.Millisecond, Runs: 100}
 	lp := Service{Name: "lp", Priority: 5, Kernels: KernelsFromTrace(lpTr, 5000)}
 	profile(t, dev, &hp, &lp)
+	if mode == Exclusive {
+		lp.Runs = 10 // alone, a closed-loop LP would run until the horizon
+	}
 	opts := DefaultOptions()
 	opts.Mode = mode
 	opts.Device = dev
@@ -68,20 +72,36 @@ func pair(t *testing.T, mode Mode) *Result {
 	return r
 }
 
-// The headline behaviour: under fikit the high-priority service keeps its
-// JCT close to alone while the low-priority one progresses in its gaps;
-// default sharing slows it down.
+// The headline behaviour, on every device preset: under fikit the
+// high-priority service keeps its JCT close to alone while the low-priority
+// one progresses in its gaps; default sharing slows it down. Close to alone
+// is what today's scheduler does: a run after a fill pays the switch back,
+// and, since the core assumes a 25 µs switch (--switch-cost) where the
+// device may take longer (h200: 140 µs), the fill it granted ends up to a
+// switch later than it predicted: at most two switches and 50 µs.
 func TestFikitProtectsHighPriority(t *testing.T) {
-	alone := pair(t, Exclusive)
-	shared := pair(t, Sharing)
-	fikit := pair(t, Fikit)
+	for _, preset := range devmodel.PresetNames() {
+		t.Run(preset, func(t *testing.T) {
+			dev, err := devmodel.Preset(preset)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fikitProtects(t, dev)
+		})
+	}
+}
+
+func fikitProtects(t *testing.T, dev devmodel.Config) {
+	alone := pairOn(t, Exclusive, dev)
+	shared := pairOn(t, Sharing, dev)
+	fikit := pairOn(t, Fikit, dev)
 	a := Summarize(alone.Services[0].JCTs).P50
 	s := Summarize(shared.Services[0].JCTs).P50
 	f := Summarize(fikit.Services[0].JCTs).P50
 	t.Logf("HP p50: alone %s, sharing %s (%.2fx), fikit %s (%.2fx); LP runs sharing %d fikit %d; fill %.0f%%",
 		Ms(a), Ms(s), s/a, Ms(f), f/a, shared.Services[1].Runs, fikit.Services[1].Runs, fikit.FillPct)
-	if f > 1.10*a {
-		t.Errorf("fikit HP p50 %.2fx alone, want ≤ 1.10", f/a)
+	if bound := a + float64(2*dev.Switch+50*time.Microsecond); f > bound {
+		t.Errorf("fikit HP p50 %s (%.2fx alone), want ≤ alone + two switches + 50 µs = %s", Ms(f), f/a, Ms(bound))
 	}
 	if s <= f {
 		t.Errorf("default sharing (%s) should hurt the HP more than fikit (%s)", Ms(s), Ms(f))

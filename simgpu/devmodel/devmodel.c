@@ -11,15 +11,55 @@
 
 #include <string.h>
 
+/*
+ * The presets. One row per device; docs/simgpu.md "Presets" gives each
+ * number's source (a measurement with its date and device, a fit, or an
+ * assumption) and what a GPU run would confirm or refute.
+ *
+ * h200: NVIDIA H200, driver 580.159.04 (tests/gpu/, 2026-11-26).
+ *   switch 140 us   measured: with CUPTI, a PyTorch HP's first kernel after
+ *                   LP work started 138-153 us (p50 140) after its launch
+ *                   returned, no LP kernel running; 2 us alone.
+ *   slice 2 ms      fitted: default sharing of a CUDA-graph ResNet-50 HP
+ *                   beside BERT-base batch 16 (p50 2.23-2.32x alone); the
+ *                   driver's TSG default, 1024 us, gives 1.7x.
+ *   launch 5 us     measured: a launch call took 3.2 us (hook-bench without
+ *                   the hook) and the kernel started 2 us after it returned.
+ * legacy: the assumptions simgpu made before any GPU was measured.
+ */
+static const struct {
+	const char *name;
+	dm_config cfg;
+} presets[] = {
+	{DM_PRESET_DEFAULT, {.model = DM_TIMESLICE, .timeslice_ns = 2000000, .switch_ns = 140000,
+			     .launch_latency_ns = 5000, .default_kernel_ns = 10000,
+			     .copy_bytes_per_s = 25000000000LL}},
+	{"legacy", {.model = DM_TIMESLICE, .timeslice_ns = 2000000, .switch_ns = 25000,
+		    .launch_latency_ns = 4000, .default_kernel_ns = 10000,
+		    .copy_bytes_per_s = 25000000000LL}},
+};
+
+int dm_preset(const char *name, dm_config *cfg)
+{
+	for (size_t i = 0; name && i < sizeof presets / sizeof presets[0]; i++) {
+		if (!strcmp(presets[i].name, name)) {
+			*cfg = presets[i].cfg;
+			return DM_OK;
+		}
+	}
+	return DM_EINVAL;
+}
+
+const char *dm_preset_name(int i)
+{
+	if (i < 0 || (size_t)i >= sizeof presets / sizeof presets[0])
+		return NULL;
+	return presets[i].name;
+}
+
 void dm_config_default(dm_config *cfg)
 {
-	memset(cfg, 0, sizeof *cfg);
-	cfg->model = DM_TIMESLICE;
-	cfg->timeslice_ns = 2000000;       /* nvidia-smi compute-policy "SHORT" slice */
-	cfg->switch_ns = 25000;
-	cfg->launch_latency_ns = 4000;
-	cfg->default_kernel_ns = 10000;
-	cfg->copy_bytes_per_s = 25000000000LL; /* PCIe 4.0 x16 order of magnitude */
+	dm_preset(DM_PRESET_DEFAULT, cfg);
 }
 
 int dm_config_check(const dm_config *c)

@@ -6,6 +6,8 @@ package devmodel
 #include <string.h>
 #include "devmodel.h"
 
+static const char *preset_default(void) { return DM_PRESET_DEFAULT; }
+
 // Segments reported by one advance land in a C buffer owned by the Device,
 // so no Go pointer is handed to C and no C code calls back into Go.
 typedef struct segbuf {
@@ -49,6 +51,7 @@ import "C"
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 	"unsafe"
 )
@@ -74,6 +77,16 @@ const (
 	FIFO      Model = C.DM_FIFO
 )
 
+// ParseModel is the model named s ("timeslice" or "fifo").
+func ParseModel(s string) (Model, error) {
+	for _, m := range []Model{Timeslice, FIFO} {
+		if m.String() == s {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: model %q is not timeslice or fifo", ErrConfig, s)
+}
+
 func (m Model) String() string {
 	switch m {
 	case Timeslice:
@@ -84,22 +97,51 @@ func (m Model) String() string {
 	return fmt.Sprintf("Model(%d)", int(m))
 }
 
-// Config holds the model parameters. Defaults (DefaultConfig) are modeled
-// assumptions taken from public information, not measurements.
+// Config holds the model parameters. A preset (Preset) gives a whole
+// Config; docs/simgpu.md "Presets" says which numbers are measured on a
+// GPU, which are fitted and which are assumed.
 type Config struct {
 	Model           Model
-	Timeslice       time.Duration // slice of a context while others wait (2 ms)
-	Switch          time.Duration // context-switch cost (25 µs)
-	LaunchLatency   time.Duration // enqueue to arrival at the device (4 µs)
-	DefaultKernel   time.Duration // duration of a kernel enqueued with Duration < 0 (10 µs)
-	CopyBytesPerSec int64         // copy engine bandwidth (25 GB/s)
+	Timeslice       time.Duration // slice of a context while others wait
+	Switch          time.Duration // context-switch cost
+	LaunchLatency   time.Duration // enqueue to arrival at the device
+	DefaultKernel   time.Duration // duration of a kernel enqueued with Duration < 0
+	CopyBytesPerSec int64         // copy engine bandwidth
 }
 
-// DefaultConfig returns the defaults of the C model.
+// DefaultPreset is the preset DefaultConfig returns (and simgpu's default
+// FIKIT_SIMGPU_DEVICE).
+var DefaultPreset = C.GoString(C.preset_default())
+
+// DefaultConfig returns the default preset's configuration.
 func DefaultConfig() Config {
 	var c C.dm_config
 	C.dm_config_default(&c)
 	return fromC(&c)
+}
+
+// Preset returns the configuration of the device preset name ("h200",
+// "legacy", …: PresetNames); ErrPreset if there is none.
+func Preset(name string) (Config, error) {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	var c C.dm_config
+	if C.dm_preset(cs, &c) != 0 {
+		return Config{}, fmt.Errorf("%w %q (known: %s)", ErrPreset, name, strings.Join(PresetNames(), ", "))
+	}
+	return fromC(&c), nil
+}
+
+// PresetNames lists the device presets, the default first.
+func PresetNames() []string {
+	var names []string
+	for i := 0; ; i++ {
+		n := C.dm_preset_name(C.int(i))
+		if n == nil {
+			return names
+		}
+		names = append(names, C.GoString(n))
+	}
 }
 
 func fromC(c *C.dm_config) Config {
@@ -387,3 +429,9 @@ func (dev *Device) Validate() error {
 
 // Repair rebuilds derived state from the op slots and returns the number of fixes.
 func (dev *Device) Repair() int { return int(C.dm_repair(dev.d)) }
+
+// String describes the configuration in one line, as results and reports
+// name a device: "timeslice, 2ms slice, 140µs switch, 5µs launch latency".
+func (cfg Config) String() string {
+	return fmt.Sprintf("%s, %v slice, %v switch, %v launch latency", cfg.Model, cfg.Timeslice, cfg.Switch, cfg.LaunchLatency)
+}

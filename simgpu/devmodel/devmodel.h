@@ -79,9 +79,9 @@ enum dm_status {
 typedef struct dm_config {
 	int32_t model;             /* enum dm_model */
 	int32_t reserved;
-	int64_t timeslice_ns;      /* default 2 ms */
-	int64_t switch_ns;         /* context-switch cost, default 25 us */
-	int64_t launch_latency_ns; /* enqueue → arrival, default 4 us */
+	int64_t timeslice_ns;      /* time slice while others wait (h200: 2 ms) */
+	int64_t switch_ns;         /* context-switch cost (h200: 140 us) */
+	int64_t launch_latency_ns; /* enqueue → arrival (h200: 5 us) */
 	int64_t default_kernel_ns; /* duration of a KERNEL op given duration_ns < 0, default 10 us */
 	int64_t copy_bytes_per_s;  /* copy engine bandwidth, default 25e9 */
 } dm_config;
@@ -218,7 +218,17 @@ typedef struct dm_device {
 	dm_context ctx[DM_MAX_CTX];
 } dm_device;
 
-/* Defaults: timeslice, 2 ms slice, 25 us switch, 4 us launch latency, 10 us kernel, 25 GB/s. */
+/* Device presets: named, complete configurations (docs/simgpu.md
+ * "Presets" says where each number comes from). DM_PRESET_DEFAULT is the
+ * calibrated H200; "legacy" is the model before calibration (25 us switch,
+ * 2 ms slice, 4 us launch latency). */
+#define DM_PRESET_DEFAULT "h200"
+/* Fill cfg with preset `name`; DM_EINVAL (cfg untouched) if there is none. */
+int dm_preset(const char *name, dm_config *cfg);
+/* Name of preset i from 0, NULL past the last (for listing them). */
+const char *dm_preset_name(int i);
+
+/* The default preset's configuration (DM_PRESET_DEFAULT). */
 void dm_config_default(dm_config *cfg);
 /* 0 if every field is in range; else DM_EINVAL. */
 int dm_config_check(const dm_config *cfg);

@@ -11,7 +11,7 @@ import (
 // and context switches (the ground truth behind fikit's interference figure).
 
 func TestBlockedBySliceAndSwitch(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := legacyConfig()
 	d := newDev(t, cfg)
 	a, b := openCtx(t, d), openCtx(t, d)
 	got := run(t, d, []timedOp{
@@ -51,7 +51,7 @@ func TestBlockedBySliceAndSwitch(t *testing.T) {
 // context on one stream, and on two streams, are never blocked.
 func TestOwnWorkIsNotBlocked(t *testing.T) {
 	for _, model := range []Model{Timeslice, FIFO} {
-		cfg := DefaultConfig()
+		cfg := legacyConfig()
 		cfg.Model = model
 		d := newDev(t, cfg)
 		a := openCtx(t, d)
@@ -76,7 +76,7 @@ func TestOwnWorkIsNotBlocked(t *testing.T) {
 func TestBlockedMatchesSegments(t *testing.T) {
 	for _, model := range []Model{Timeslice, FIFO} {
 		for _, step := range []int64{0, 7 * us} {
-			cfg := DefaultConfig()
+			cfg := legacyConfig()
 			cfg.Model = model
 			cfg.Timeslice = 300 * time.Microsecond
 			d := newDev(t, cfg)

@@ -13,7 +13,7 @@ import (
 // randomWork enqueues a random multi-context, multi-stream workload,
 // advancing either to each enqueue time or in steps of `step` (0: event-driven).
 func randomWork(t *testing.T, model Model, seed uint64, step int64, check func(d *Device, now int64)) []Segment {
-	cfg := DefaultConfig()
+	cfg := legacyConfig()
 	cfg.Model = model
 	cfg.Timeslice = 300 * time.Microsecond
 	d := newDev(t, cfg)
@@ -141,7 +141,7 @@ func TestForecastIsALowerBound(t *testing.T) {
 }
 
 func TestForecastExactWhenAlone(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := legacyConfig()
 	d := newDev(t, cfg)
 	c := openCtx(t, d)
 	var seqs []uint64
@@ -156,12 +156,12 @@ func TestForecastExactWhenAlone(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := legacyConfig()
 	cfg.Timeslice = 0
 	if _, err := New(cfg, 0); !errors.Is(err, ErrConfig) {
 		t.Fatalf("want ErrConfig, got %v", err)
 	}
-	d := newDev(t, DefaultConfig())
+	d := newDev(t, legacyConfig())
 	if _, err := d.Enqueue(5, kernel(0, 1, 0), 0); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("enqueue on a closed context: %v", err)
 	}
@@ -178,7 +178,7 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func TestRepairKeepsValidState(t *testing.T) {
-	d := newDev(t, DefaultConfig())
+	d := newDev(t, legacyConfig())
 	a, b := openCtx(t, d), openCtx(t, d)
 	enqueue(t, d, a, kernel(1, 3000*us, 1), 0)
 	enqueue(t, d, a, kernel(2, 10*us, 2), 0)

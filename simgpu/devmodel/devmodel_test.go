@@ -10,6 +10,52 @@ import (
 
 const us = int64(time.Microsecond)
 
+// legacyConfig is the legacy preset, whose numbers (25 µs switch, 2 ms
+// slice, 4 µs launch latency) the expectations of these tests are written in.
+func legacyConfig() Config {
+	cfg, err := Preset("legacy")
+	if err != nil {
+		panic(err)
+	}
+	return cfg
+}
+
+// The presets: the default one is DefaultConfig, every one is a valid
+// device, the legacy one keeps the model before calibration, and an unknown
+// name is refused.
+func TestPresets(t *testing.T) {
+	names := PresetNames()
+	if len(names) < 2 || names[0] != DefaultPreset || DefaultPreset != "h200" {
+		t.Fatalf("presets %v, default %q: want h200 first", names, DefaultPreset)
+	}
+	for _, n := range names {
+		cfg, err := Preset(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := New(cfg, 0)
+		if err != nil {
+			t.Fatalf("preset %s: %v", n, err)
+		}
+		d.Close()
+	}
+	if def, _ := Preset(DefaultPreset); def != DefaultConfig() {
+		t.Errorf("DefaultConfig %+v is not preset %s's %+v", DefaultConfig(), DefaultPreset, def)
+	}
+	want := Config{Model: Timeslice, Timeslice: 2 * time.Millisecond, Switch: 25 * time.Microsecond,
+		LaunchLatency: 4 * time.Microsecond, DefaultKernel: 10 * time.Microsecond, CopyBytesPerSec: 25e9}
+	if got := legacyConfig(); got != want {
+		t.Errorf("legacy %+v, want %+v", got, want)
+	}
+	h200, _ := Preset("h200")
+	if h200.Switch != 140*time.Microsecond || h200.Timeslice != 2*time.Millisecond || h200.LaunchLatency != 5*time.Microsecond {
+		t.Errorf("h200 %v: want 140µs switch, 2ms slice, 5µs launch latency (docs/simgpu.md)", h200)
+	}
+	if _, err := Preset("h100"); !errors.Is(err, ErrPreset) {
+		t.Errorf("unknown preset: %v, want ErrPreset", err)
+	}
+}
+
 func newDev(t *testing.T, cfg Config) *Device {
 	t.Helper()
 	d, err := New(cfg, 0)
@@ -76,7 +122,7 @@ func checkNoOverlap(t *testing.T, segs []Segment) {
 }
 
 func TestFIFOAnalytic(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := legacyConfig()
 	cfg.Model = FIFO
 	d := newDev(t, cfg)
 	ctx := openCtx(t, d)
@@ -108,7 +154,7 @@ func TestFIFOAnalytic(t *testing.T) {
 }
 
 func TestFIFOAcrossContexts(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := legacyConfig()
 	cfg.Model = FIFO
 	d := newDev(t, cfg)
 	ctxs := []int{openCtx(t, d), openCtx(t, d), openCtx(t, d)}
@@ -140,7 +186,7 @@ func TestFIFOAcrossContexts(t *testing.T) {
 }
 
 func TestTimeslicePreemption(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := legacyConfig()
 	d := newDev(t, cfg)
 	a, b := openCtx(t, d), openCtx(t, d)
 	got := run(t, d, []timedOp{
@@ -168,7 +214,7 @@ func TestTimeslicePreemption(t *testing.T) {
 }
 
 func TestRoundRobin(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := legacyConfig()
 	d := newDev(t, cfg)
 	c := []int{openCtx(t, d), openCtx(t, d), openCtx(t, d)}
 	got := run(t, d, []timedOp{
@@ -195,7 +241,7 @@ func TestRoundRobin(t *testing.T) {
 }
 
 func TestContextRunsItsReadyWorkFirst(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := legacyConfig()
 	d := newDev(t, cfg)
 	a, b := openCtx(t, d), openCtx(t, d)
 	var ops []timedOp
@@ -225,7 +271,7 @@ func TestContextRunsItsReadyWorkFirst(t *testing.T) {
 
 func TestStreamOrder(t *testing.T) {
 	for _, model := range []Model{Timeslice, FIFO} {
-		cfg := DefaultConfig()
+		cfg := legacyConfig()
 		cfg.Model = model
 		d := newDev(t, cfg)
 		ctxs := []int{openCtx(t, d), openCtx(t, d)}
@@ -251,7 +297,7 @@ func TestStreamOrder(t *testing.T) {
 }
 
 func TestEarliestArrivalWithinContext(t *testing.T) {
-	d := newDev(t, DefaultConfig())
+	d := newDev(t, legacyConfig())
 	c := openCtx(t, d)
 	got := run(t, d, []timedOp{
 		{0, c, kernel(1, 100*us, 1)},
@@ -280,7 +326,7 @@ func endOf(t *testing.T, d *Device, ctx int, seq uint64) int64 {
 }
 
 func TestLegacyStreamOrdering(t *testing.T) {
-	d := newDev(t, DefaultConfig()) // 25 GB/s: 25000 bytes take 1 µs
+	d := newDev(t, legacyConfig()) // 25 GB/s: 25000 bytes take 1 µs
 	c := openCtx(t, d)
 	k1 := enqueue(t, d, c, kernel(1, 100*us, 1), 0)
 	d.Advance(1 * us)
@@ -305,7 +351,7 @@ func TestLegacyStreamOrdering(t *testing.T) {
 }
 
 func TestWaitEvent(t *testing.T) {
-	d := newDev(t, DefaultConfig())
+	d := newDev(t, legacyConfig())
 	a, b := openCtx(t, d), openCtx(t, d)
 	enqueue(t, d, a, kernel(1, 200*us, 1), 0)
 	ev := enqueue(t, d, a, Op{Type: Event, Stream: 1}, 0)
@@ -329,7 +375,7 @@ func TestWaitEvent(t *testing.T) {
 }
 
 func TestCopyEngine(t *testing.T) {
-	d := newDev(t, DefaultConfig())
+	d := newDev(t, legacyConfig())
 	a, b := openCtx(t, d), openCtx(t, d)
 	enqueue(t, d, a, kernel(1, 100*us, 1), 0)
 	ca := enqueue(t, d, a, copyOp(2, 2500000, false), 0) // 100 µs
@@ -350,7 +396,7 @@ func TestCopyEngine(t *testing.T) {
 }
 
 func TestRingFull(t *testing.T) {
-	d := newDev(t, DefaultConfig())
+	d := newDev(t, legacyConfig())
 	c := openCtx(t, d)
 	for i := 0; i < RingSize; i++ {
 		enqueue(t, d, c, kernel(0, 1*us, 0), 0)
@@ -375,7 +421,7 @@ func TestRingFull(t *testing.T) {
 }
 
 func TestDropContext(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := legacyConfig()
 	d := newDev(t, cfg)
 	a, b := openCtx(t, d), openCtx(t, d)
 	var seqs []uint64
@@ -408,5 +454,16 @@ func TestDropContext(t *testing.T) {
 	}
 	if d.ContextGen(a) != 0 {
 		t.Fatal("closed context still open")
+	}
+}
+
+func TestParseModel(t *testing.T) {
+	for _, m := range []Model{Timeslice, FIFO} {
+		if got, err := ParseModel(m.String()); err != nil || got != m {
+			t.Errorf("ParseModel(%q) = %v, %v", m, got, err)
+		}
+	}
+	if _, err := ParseModel("round-robin"); !errors.Is(err, ErrConfig) {
+		t.Errorf("an unknown model: %v", err)
 	}
 }

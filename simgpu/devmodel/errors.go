@@ -12,4 +12,6 @@ var (
 	ErrNoContext = errors.New("devmodel: no free context")
 	// ErrConfig means a Config field is out of range.
 	ErrConfig = errors.New("devmodel: invalid config")
+	// ErrPreset means no device preset has the name asked for.
+	ErrPreset = errors.New("devmodel: unknown device preset")
 )

@@ -9,9 +9,13 @@ import (
 
 // An event-driven loop: two contexts share the device in the timeslice model;
 // the long kernel is preempted at its slice's end and resumes after the
-// short one, a context switch (25 µs) apart each time.
+// short one, a context switch (the legacy preset's 25 µs) apart each time.
 func Example() {
-	dev, err := devmodel.New(devmodel.DefaultConfig(), 0)
+	cfg, err := devmodel.Preset("legacy")
+	if err != nil {
+		panic(err)
+	}
+	dev, err := devmodel.New(cfg, 0)
 	if err != nil {
 		panic(err)
 	}

@@ -29,6 +29,8 @@ CUresult sg_current_ctx(sg_ctx **out)
 {
 	SG_CHECK_INIT();
 	sg_ctx *c = depth > 0 ? stack[depth - 1] : NULL;
+	if (c && c->h.live && c->destroyed && c->owner == sg_p.pid)
+		return CUDA_ERROR_CONTEXT_IS_DESTROYED; /* destroyed under the thread (fault.c) */
 	if (!usable(c))
 		return CUDA_ERROR_INVALID_CONTEXT;
 	*out = c;
@@ -91,6 +93,17 @@ static int free_ctx_objects(void *obj, void *arg)
 	return 0;
 }
 
+void sg_ctx_close_model(sg_ctx *c)
+{
+	sg_shdev *d = &sg_shared->dev[c->dev];
+	int64_t now = sg_enter(c->dev);
+	if (dm_ctx_gen(&d->dm, c->dmctx) == c->dmgen) {
+		dm_ctx_close(&d->dm, c->dmctx, now, sg_sink, d);
+		d->log[c->dmctx].want = 0;
+	}
+	sg_unlock();
+}
+
 void sg_ctx_teardown(sg_ctx *c)
 {
 	/* Destroying a context waits for its work (as cuCtxDestroy does), so
@@ -101,13 +114,7 @@ void sg_ctx_teardown(sg_ctx *c)
 		sg_unlock();
 		sg_timeline_flush();
 	}
-	sg_shdev *d = &sg_shared->dev[c->dev];
-	int64_t now = sg_enter(c->dev);
-	if (dm_ctx_gen(&d->dm, c->dmctx) == c->dmgen) {
-		dm_ctx_close(&d->dm, c->dmctx, now, sg_sink, d);
-		d->log[c->dmctx].want = 0;
-	}
-	sg_unlock();
+	sg_ctx_close_model(c);
 	c->destroyed = 1;
 	sg_obj_each(SG_T_STREAM, free_ctx_objects, c);
 	sg_modules_unload_ctx(c);
@@ -244,7 +251,7 @@ CUresult cuCtxSynchronize(void)
 	if (r != CUDA_SUCCESS)
 		return r;
 	sg_wait_ctx(c);
-	return CUDA_SUCCESS;
+	return sg_fault_result(CUDA_SUCCESS);
 }
 
 CUresult cuCtxGetApiVersion(CUcontext h, unsigned int *version)

@@ -36,9 +36,10 @@ CUresult cuInit(unsigned int Flags)
 	pthread_mutex_lock(&init_mu);
 	if (!init_done) {
 		sg_p.pid = (uint32_t)getpid();
-		sg_env_load(&sg_p.env);
-		int rc = sg_shm_attach(&sg_p.env);
+		int rc = sg_env_load(&sg_p.env);
 		if (rc != 0) {
+			sg_p.init_error = CUDA_ERROR_INVALID_VALUE;
+		} else if ((rc = sg_shm_attach(&sg_p.env)) != 0) {
 			sg_p.init_error = CUDA_ERROR_NO_DEVICE;
 		} else {
 			sg_p.ndev = (int)sg_shared->ndev;

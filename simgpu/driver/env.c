@@ -1,8 +1,11 @@
 /*
  * env.c — configuration from FIKIT_SIMGPU_* environment variables, read once
- * at cuInit. A bad value gets one line on stderr and the default is used; the
- * process that creates the shared segment fixes the shared parameters and a
- * later process that asks for different ones is told so (sg_env_compare).
+ * at cuInit. FIKIT_SIMGPU_DEVICE names a device preset (devmodel.h) whose
+ * parameters the other variables may override one by one; an unknown preset
+ * is refused (cuInit fails), a bad value of any other variable gets one line
+ * on stderr and the default is used. The process that creates the shared
+ * segment fixes the shared parameters and a later process that asks for
+ * different ones is told so (sg_env_compare).
  */
 #include "internal.h"
 
@@ -17,7 +20,28 @@ int sg_env_explicit;
 enum {
 	EX_MODEL = 1, EX_SLICE = 2, EX_SWITCH = 4, EX_LAUNCH = 8, EX_KERNEL = 16,
 	EX_DEVICES = 32, EX_NAME = 64, EX_SMS = 128, EX_MEM = 256, EX_COPY = 512,
+	/* A preset named explicitly asks for all of the model's parameters. */
+	EX_PRESET = EX_MODEL | EX_SLICE | EX_SWITCH | EX_LAUNCH | EX_KERNEL | EX_COPY,
 };
+
+/* FIKIT_SIMGPU_DEVICE: the preset the other variables start from. */
+static int env_preset(dm_config *cfg)
+{
+	const char *v = getenv("FIKIT_SIMGPU_DEVICE");
+	if (!v || !*v)
+		return 0;
+	if (dm_preset(v, cfg) == DM_OK) {
+		sg_env_explicit |= EX_PRESET;
+		return 0;
+	}
+	char known[256] = "";
+	size_t n = 0;
+	for (int i = 0; dm_preset_name(i) && n < sizeof known; i++)
+		n += (size_t)snprintf(known + n, sizeof known - n, "%s%s", i ? ", " : "", dm_preset_name(i));
+	fprintf(stderr, "simgpu: FIKIT_SIMGPU_DEVICE=\"%s\": no such device preset (known: %s); cuInit fails\n", v,
+		known);
+	return -1;
+}
 
 static void bad(const char *var, const char *val, const char *why, const char *dflt)
 {
@@ -73,7 +97,7 @@ static void env_int(const char *var, int64_t *dst, int64_t lo, int64_t hi, int b
 	sg_env_explicit |= bit;
 }
 
-void sg_env_load(sg_env *e)
+int sg_env_load(sg_env *e)
 {
 	memset(e, 0, sizeof *e);
 	dm_config_default(&e->p.model);
@@ -82,6 +106,8 @@ void sg_env_load(sg_env *e)
 	e->p.mem_bytes = 80LL << 30;
 	snprintf(e->p.name, sizeof e->p.name, "fikit simgpu");
 	sg_env_explicit = 0;
+	if (env_preset(&e->p.model) != 0)
+		return -1;
 
 	const char *m = getenv("FIKIT_SIMGPU_MODEL");
 	if (m && *m) {
@@ -145,6 +171,7 @@ void sg_env_load(sg_env *e)
 		else
 			snprintf(e->timeline, sizeof e->timeline, "%s", t);
 	}
+	return 0;
 }
 
 void sg_env_compare(const sg_params *want, const sg_params *have, int ex)

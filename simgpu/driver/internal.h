@@ -14,6 +14,7 @@
  *   launch.c     kernel launches;  stream.c streams and events
  *   graph.c      graphs and stream capture;  memory.c memory and copies
  *   procaddr.c   cuGetProcAddress;  stubs.c weak NOT_SUPPORTED stubs
+ *   fault.c      injected faults (FIKIT_SIMGPU_FAULT)
  */
 #ifndef FIKIT_SIMGPU_DRIVER_INTERNAL_H
 #define FIKIT_SIMGPU_DRIVER_INTERNAL_H
@@ -58,7 +59,8 @@ typedef struct sg_env {
 	int validate; /* FIKIT_SIMGPU_VALIDATE=1: check the model at every unlock (tests) */
 } sg_env;
 
-void sg_env_load(sg_env *e);
+/* 0, or -1 when the environment is refused (an unknown FIKIT_SIMGPU_DEVICE). */
+int sg_env_load(sg_env *e);
 /* Print one warning line per differing field between what the environment asked and the segment has. */
 void sg_env_compare(const sg_params *want, const sg_params *have, int explicit_mask);
 extern int sg_env_explicit; /* bit per parameter set explicitly in the environment */
@@ -139,11 +141,16 @@ typedef struct sg_proc {
 
 extern sg_proc sg_p;
 
-/* Quick check at the top of every entry point. */
-#define SG_CHECK_INIT()                                   \
-	do {                                              \
-		if (__builtin_expect(!sg_p.initialized, 0)) \
-			return CUDA_ERROR_NOT_INITIALIZED; \
+/* Quick check at the top of every entry point: initialized, and no sticky
+ * fault (fault.c) in this process. */
+extern int sg_fault_sticky;
+#define SG_CHECK_INIT()                                                              \
+	do {                                                                         \
+		if (__builtin_expect(!sg_p.initialized, 0))                          \
+			return CUDA_ERROR_NOT_INITIALIZED;                           \
+		int fault_ = __atomic_load_n(&sg_fault_sticky, __ATOMIC_RELAXED);    \
+		if (__builtin_expect(fault_ != 0, 0))                                \
+			return (CUresult)fault_;                                     \
 	} while (0)
 
 /* ---- handles (handles.c) --------------------------------------------- */
@@ -238,16 +245,28 @@ typedef struct sg_stream {
 	int capture_mode;
 } sg_stream;
 
+/* An event's latest record: which op of which context it is. */
+typedef struct sg_evrec {
+	int dev, dmctx;
+	uint32_t dmgen;
+	uint64_t seq;
+	int64_t end_ns;            /* from the retire callback once retired, else -1 */
+} sg_evrec;
+
 typedef struct sg_event {
 	sg_hdr h;
 	sg_ctx *ctx;
 	unsigned flags;
 	int recorded;
-	int dev, dmctx;
-	uint32_t dmgen;
-	uint64_t seq;
-	int64_t end_ns;            /* from the retire callback once retired, else -1 */
+	/* Guards rec: a record may race a wait or query on another thread,
+	 * which must see one record whole (ThreadSanitizer found them torn).
+	 * Taken inside the shared lock, never around it. Zeroed = initialized. */
+	pthread_mutex_t mu;
+	sg_evrec rec;
 } sg_event;
+
+/* The event's latest record, read whole (stream.c). */
+sg_evrec sg_event_rec(sg_event *e);
 
 typedef struct sg_gnode {
 	sg_hdr h;
@@ -284,6 +303,8 @@ typedef struct sg_gexec {
 CUresult sg_current_ctx(sg_ctx **out);          /* CUDA_ERROR_INVALID_CONTEXT if none */
 CUresult sg_ctx_new(int dev, unsigned flags, int primary, sg_ctx **out);
 void sg_ctx_teardown(sg_ctx *c);
+/* Free c's model context now, dropping its queued work (no wait). */
+void sg_ctx_close_model(sg_ctx *c);
 /* Resolve a CUstream argument; per_thread: the call is a _ptsz/_ptds variant. */
 CUresult sg_stream_resolve(CUstream hs, int per_thread, sg_stream **out);
 CUresult sg_stream_alloc_id(sg_ctx *c, uint32_t *sid);
@@ -336,6 +357,20 @@ void sg_modules_unload_ctx(sg_ctx *c);            /* a destroyed context's modul
 /* Enqueue one kernel (name for the timeline) on s. */
 CUresult sg_launch(const sg_name *name, const uint32_t grid[3], const uint32_t block[3], sg_stream *s,
 		   int64_t duration_ns);
+/* The same, giving the op's seq. */
+CUresult sg_launch_seq(const sg_name *name, const uint32_t grid[3], const uint32_t block[3], sg_stream *s,
+		       int64_t duration_ns, uint64_t *seq);
+/* fault.c: injected faults (FIKIT_SIMGPU_FAULT). sg_fault_launch enqueues
+ * the launch itself when it is the one that faults (*handled set). */
+CUresult sg_fault_launch(const sg_name *name, const uint32_t grid[3], const uint32_t block[3], sg_stream *s,
+			 int64_t duration_ns, int *handled);
+/* The sticky error once the device reached an injected fault (0: none). */
+CUresult sg_fault_poll(void);
+/* rc, unless a fault has become visible: what a synchronization returns. */
+CUresult sg_fault_result(CUresult rc);
+/* For a wait: true once a fault is visible (stop waiting); while one is
+ * armed, *until is pulled in to when the device reaches it. */
+int sg_fault_waiting(int64_t *until);
 /* graph.c: append a kernel node to the graph a stream is capturing. */
 CUresult sg_capture_kernel(sg_stream *s, sg_func *f, const uint32_t grid[3], const uint32_t block[3],
 			   unsigned shmem, int64_t duration_ns, void **kernelParams, void **extra);

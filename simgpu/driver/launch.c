@@ -9,6 +9,12 @@
 CUresult sg_launch(const sg_name *name, const uint32_t grid[3], const uint32_t block[3], sg_stream *s,
 		   int64_t duration_ns)
 {
+	return sg_launch_seq(name, grid, block, s, duration_ns, NULL);
+}
+
+CUresult sg_launch_seq(const sg_name *name, const uint32_t grid[3], const uint32_t block[3], sg_stream *s,
+		       int64_t duration_ns, uint64_t *seq)
+{
 	dm_op op;
 	memset(&op, 0, sizeof op);
 	op.type = DM_OP_KERNEL;
@@ -18,7 +24,7 @@ CUresult sg_launch(const sg_name *name, const uint32_t grid[3], const uint32_t b
 	op.tag = (uint64_t)(uintptr_t)name; /* interned: the timeline names kernels by it */
 	memcpy(op.grid, grid, sizeof op.grid);
 	memcpy(op.block, block, sizeof op.block);
-	return sg_submit(s, &op, NULL);
+	return sg_submit(s, &op, seq);
 }
 
 static CUresult check_dims(const uint32_t g[3], const uint32_t b[3], unsigned shmem)
@@ -54,6 +60,12 @@ static CUresult launch(CUfunction hf, const uint32_t g[3], const uint32_t b[3], 
 	int64_t dur = sg_spin_duration(f->e, kernelParams, extra);
 	if (s->capture)
 		return sg_capture_kernel(s, f, g, b, shmem, dur, kernelParams, extra);
+	if ((r = sg_fault_poll()) != CUDA_SUCCESS)
+		return r;
+	int handled;
+	r = sg_fault_launch(f->e->name, g, b, s, dur, &handled);
+	if (handled)
+		return r;
 	return sg_launch(f->e->name, g, b, s, dur);
 }
 

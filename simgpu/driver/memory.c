@@ -273,7 +273,8 @@ static CUresult copy(int kind, void *dst, const void *src, size_t n, CUstream hs
 	if (r != CUDA_SUCCESS)
 		return r;
 	memmove(dst, src, n);
-	return device_op(hs, pt, n, sync);
+	r = device_op(hs, pt, n, sync);
+	return sync ? sg_fault_result(r) : r;
 }
 
 #define P(x) ((void *)(uintptr_t)(x))

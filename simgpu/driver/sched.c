@@ -63,8 +63,12 @@ static void retire_cb(void *arg, const dm_retired *r)
 	if (r->type != DM_OP_EVENT)
 		return;
 	sg_event *ev = sg_lookup(r->tag, SG_T_EVENT);
-	if (ev && ev->recorded && ev->seq == r->seq)
-		ev->end_ns = r->end_ns;
+	if (!ev || !__atomic_load_n(&ev->recorded, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&ev->mu);
+	if (ev->rec.seq == r->seq)
+		ev->rec.end_ns = r->end_ns;
+	pthread_mutex_unlock(&ev->mu);
 }
 
 void sg_retire_locked(sg_ctx *c)

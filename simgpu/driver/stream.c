@@ -149,6 +149,8 @@ CUresult sg_stream_resolve(CUstream hs, int per_thread, sg_stream **out)
 		return CUDA_SUCCESS;
 	}
 	sg_stream *s = sg_lookup(v, SG_T_STREAM);
+	if (s && s->ctx->h.live && s->ctx->destroyed && s->ctx->owner == sg_p.pid)
+		return CUDA_ERROR_CONTEXT_IS_DESTROYED; /* destroyed under it (fault.c) */
 	if (!s || !s->ctx->h.live || s->ctx->destroyed || s->ctx->owner != sg_p.pid)
 		return CUDA_ERROR_INVALID_HANDLE;
 	*out = s;
@@ -224,7 +226,7 @@ static CUresult stream_query(CUstream hs, int pt)
 	sg_enter(c->dev);
 	uint64_t last = dm_stream_last_pending(sg_dm(c->dev), c->dmctx, s->sid);
 	sg_leave(c);
-	return last ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+	return sg_fault_result(last ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS);
 }
 
 CUresult cuStreamQuery(CUstream hStream) { return stream_query(hStream, 0); }
@@ -240,7 +242,7 @@ static CUresult stream_sync(CUstream hs, int pt)
 	if (s->capture)
 		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 	sg_wait_stream(s);
-	return CUDA_SUCCESS;
+	return sg_fault_result(CUDA_SUCCESS);
 }
 
 CUresult cuStreamSynchronize(CUstream hStream) { return stream_sync(hStream, 0); }
@@ -335,7 +337,7 @@ CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	e->ctx = c;
 	e->flags = Flags;
-	e->end_ns = -1;
+	e->rec.end_ns = -1;
 	*phEvent = (CUevent)(uintptr_t)sg_handle(e);
 	return CUDA_SUCCESS;
 }
@@ -374,13 +376,20 @@ static CUresult event_record(CUevent h, CUstream hs, int pt)
 	uint64_t seq;
 	if ((r = sg_submit(s, &op, &seq)) != CUDA_SUCCESS)
 		return r;
-	e->dev = s->ctx->dev;
-	e->dmctx = s->ctx->dmctx;
-	e->dmgen = s->ctx->dmgen;
-	e->seq = seq;
-	e->end_ns = -1;
+	sg_evrec rec = {s->ctx->dev, s->ctx->dmctx, s->ctx->dmgen, seq, -1};
+	pthread_mutex_lock(&e->mu);
+	e->rec = rec;
+	pthread_mutex_unlock(&e->mu);
 	__atomic_store_n(&e->recorded, 1, __ATOMIC_RELEASE);
 	return CUDA_SUCCESS;
+}
+
+sg_evrec sg_event_rec(sg_event *e)
+{
+	pthread_mutex_lock(&e->mu);
+	sg_evrec r = e->rec;
+	pthread_mutex_unlock(&e->mu);
+	return r;
 }
 
 CUresult cuEventRecord(CUevent hEvent, CUstream hStream) { return event_record(hEvent, hStream, 0); }
@@ -400,17 +409,23 @@ CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned 
 	return event_record(hEvent, hStream, 1);
 }
 
-/* Done state and end time of a recorded event; call with the lock held. */
-static int event_done_locked(const sg_event *e, int64_t *end)
+/* Done state and end time of a record; call with its device's lock held.
+ * The end time is re-read: the retire callback may have set it since. */
+static int event_done_locked(sg_event *e, const sg_evrec *r, int64_t *end)
 {
-	dm_device *dm = sg_dm(e->dev);
-	if (dm_ctx_gen(dm, e->dmctx) != e->dmgen) {
-		*end = e->end_ns;
+	dm_device *dm = sg_dm(r->dev);
+	if (dm_ctx_gen(dm, r->dmctx) != r->dmgen) {
+		sg_evrec now = sg_event_rec(e);
+		*end = now.seq == r->seq ? now.end_ns : -1;
 		return 1;
 	}
 	int64_t t = -1;
-	int d = dm_op_done(dm, e->dmctx, e->seq, &t);
-	*end = t >= 0 ? t : e->end_ns;
+	int d = dm_op_done(dm, r->dmctx, r->seq, &t);
+	if (t < 0) {
+		sg_evrec now = sg_event_rec(e);
+		t = now.seq == r->seq ? now.end_ns : -1;
+	}
+	*end = t;
 	return d != 0;
 }
 
@@ -423,10 +438,11 @@ CUresult cuEventQuery(CUevent hEvent)
 	if (!__atomic_load_n(&e->recorded, __ATOMIC_ACQUIRE))
 		return CUDA_SUCCESS;
 	int64_t end;
-	sg_enter(e->dev);
-	int done = event_done_locked(e, &end);
+	sg_evrec r = sg_event_rec(e);
+	sg_enter(r.dev);
+	int done = event_done_locked(e, &r, &end);
 	sg_unlock();
-	return done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+	return sg_fault_result(done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY);
 }
 
 CUresult cuEventSynchronize(CUevent hEvent)
@@ -437,11 +453,12 @@ CUresult cuEventSynchronize(CUevent hEvent)
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (!__atomic_load_n(&e->recorded, __ATOMIC_ACQUIRE))
 		return CUDA_SUCCESS;
+	sg_evrec r = sg_event_rec(e);
 	if (e->flags & CU_EVENT_BLOCKING_SYNC)
-		sg_wait_op_blocking(e->dev, e->dmctx, e->dmgen, e->seq);
+		sg_wait_op_blocking(r.dev, r.dmctx, r.dmgen, r.seq);
 	else
-		sg_wait_op(e->dev, e->dmctx, e->dmgen, e->seq);
-	return CUDA_SUCCESS;
+		sg_wait_op(r.dev, r.dmctx, r.dmgen, r.seq);
+	return sg_fault_result(CUDA_SUCCESS);
 }
 
 CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
@@ -455,15 +472,14 @@ CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
 		return CUDA_ERROR_INVALID_HANDLE;
 	if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING)
 		return CUDA_ERROR_INVALID_HANDLE;
-	if (!a->recorded || !b->recorded)
+	if (!__atomic_load_n(&a->recorded, __ATOMIC_ACQUIRE) || !__atomic_load_n(&b->recorded, __ATOMIC_ACQUIRE))
 		return CUDA_ERROR_INVALID_HANDLE;
 	int64_t ta, tb;
-	sg_enter(a->dev);
-	if (b->dev != a->dev) {
-		sg_unlock();
+	sg_evrec ra = sg_event_rec(a), rb = sg_event_rec(b);
+	if (rb.dev != ra.dev)
 		return CUDA_ERROR_INVALID_HANDLE;
-	}
-	int da = event_done_locked(a, &ta), db = event_done_locked(b, &tb);
+	sg_enter(ra.dev);
+	int da = event_done_locked(a, &ra, &ta), db = event_done_locked(b, &rb, &tb);
 	sg_unlock();
 	if (!da || !db)
 		return CUDA_ERROR_NOT_READY;
@@ -485,11 +501,12 @@ static CUresult stream_wait_event(CUstream hs, CUevent he, unsigned int flags, i
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
 		return CUDA_ERROR_INVALID_VALUE;
-	if (!e->recorded || s->capture)
+	if (!__atomic_load_n(&e->recorded, __ATOMIC_ACQUIRE) || s->capture)
 		return CUDA_SUCCESS;
-	if (e->dev != s->ctx->dev) {
+	sg_evrec rec = sg_event_rec(e); /* the record at the time of the call */
+	if (rec.dev != s->ctx->dev) {
 		/* Devices are modelled independently: wait for it on the host instead. */
-		sg_wait_op(e->dev, e->dmctx, e->dmgen, e->seq);
+		sg_wait_op(rec.dev, rec.dmctx, rec.dmgen, rec.seq);
 		return CUDA_SUCCESS;
 	}
 	dm_op op;
@@ -497,9 +514,9 @@ static CUresult stream_wait_event(CUstream hs, CUevent he, unsigned int flags, i
 	op.type = DM_OP_WAIT;
 	op.stream = s->sid;
 	op.flags = op_flags(s);
-	op.wait_ctx = e->dmctx;
-	op.wait_gen = e->dmgen;
-	op.wait_seq = e->seq;
+	op.wait_ctx = rec.dmctx;
+	op.wait_gen = rec.dmgen;
+	op.wait_seq = rec.seq;
 	return sg_submit(s, &op, NULL);
 }
 
@@ -527,8 +544,9 @@ SG_EXPORT int fikit_simgpu_event_time_ns(CUevent hEvent, int64_t *ns)
 	if (!e || !__atomic_load_n(&e->recorded, __ATOMIC_ACQUIRE))
 		return -1;
 	int64_t end;
-	sg_enter(e->dev);
-	int done = event_done_locked(e, &end);
+	sg_evrec r = sg_event_rec(e);
+	sg_enter(r.dev);
+	int done = event_done_locked(e, &r, &end);
 	sg_unlock();
 	if (!done)
 		return 1;

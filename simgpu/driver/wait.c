@@ -85,6 +85,8 @@ void sg_wait_op(int dev, int dmctx, uint32_t gen, uint64_t seq)
 {
 	int64_t until;
 	while (!op_done_or_until(dev, dmctx, gen, seq, &until)) {
+		if (sg_fault_waiting(&until))
+			return; /* an injected fault killed the work waited for */
 		if (until == DM_NEVER) {
 			/* Cannot happen with finite work; poll gently rather than hang hard. */
 			sleep_until(sg_now() + 1000000);
@@ -109,6 +111,8 @@ void sg_wait_op_blocking(int dev, int dmctx, uint32_t gen, uint64_t seq)
 {
 	int64_t until;
 	while (!op_done_or_until(dev, dmctx, gen, seq, &until)) {
+		if (sg_fault_waiting(&until))
+			return;
 		int64_t now = sg_now();
 		if (until == DM_NEVER || until - now > SG_WAIT_RECHECK_NS)
 			until = now + SG_WAIT_RECHECK_NS;

@@ -3,12 +3,18 @@
  * a bad value costs one line on stderr and the default is used; the first
  * process fixes the shared parameters and a later one asking for others is
  * told so in one line; a stale segment of another layout is replaced; a
- * clean environment prints nothing.
+ * clean environment prints nothing; FIKIT_SIMGPU_DEVICE picks a preset
+ * (h200 by default), single variables override its parameters, the device
+ * name stays the same, and an unknown preset makes cuInit fail with one
+ * line naming the variable.
  *
- * Each case runs this program re-executed as a probe (cuInit, a context, a
- * kernel, a synchronize; prints the device count) and reads its stderr.
+ * Each case runs this program re-executed as a probe (cuInit, two contexts,
+ * a kernel in each, synchronize; prints the device count, the time the
+ * device spent on its one context switch and the device name) and reads its
+ * stderr.
  */
 #include "testutil.h"
+#include "../driver/simgpu.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -26,15 +32,29 @@ static int probe(void)
 		return 3;
 	int n = 0;
 	cuDeviceGetCount(&n);
-	printf("%d\n", n);
-	CUcontext c;
-	if (cuCtxCreate_v2(&c, 0, 0) != CUDA_SUCCESS)
-		return 4;
-	CUfunction f = t_spin_function();
-	if (t_spin(f, NULL, 100000) != CUDA_SUCCESS || cuCtxSynchronize() != CUDA_SUCCESS)
-		return 5;
-	return cuCtxDestroy_v2(c) == CUDA_SUCCESS ? 0 : 6;
+	CUcontext c[2];
+	for (int i = 0; i < 2; i++) {
+		if (cuCtxCreate_v2(&c[i], 0, 0) != CUDA_SUCCESS)
+			return 4;
+		CUfunction f = t_spin_function();
+		if (t_spin(f, NULL, 100000) != CUDA_SUCCESS || cuCtxSynchronize() != CUDA_SUCCESS)
+			return 5;
+	}
+	fikit_simgpu_stats st;
+	char name[256] = "";
+	if (fikit_simgpu_get_stats(0, &st) != 0 || cuDeviceGetName(name, sizeof name, 0) != CUDA_SUCCESS)
+		return 7;
+	/* The device is shared with earlier probes: this one's switch is the last. */
+	printf("%d %lld %s\n", n, st.switches ? (long long)(st.switch_ns / (int64_t)st.switches) : -1LL, name);
+	for (int i = 0; i < 2; i++)
+		if (cuCtxDestroy_v2(c[i]) != CUDA_SUCCESS)
+			return 6;
+	return 0;
 }
+
+static long long switch_ns; /* the last probe's switch time (per switch, on a fresh segment) */
+static char dev_name[128];
+static int want_status; /* the exit status the next probe must have */
 
 /* Run a probe with extra environment (NAME=VALUE…, NULL-terminated); return
  * its stderr (malloc'd) and device count. */
@@ -61,14 +81,20 @@ static char *run(int *devices, const char *const *env)
 	ssize_t r;
 	while (n < 8191 && (r = read(err[0], buf + n, 8191 - n)) > 0)
 		n += (size_t)r;
-	char ob[64] = "";
+	char ob[256] = "";
 	r = read(out[0], ob, sizeof ob - 1);
-	*devices = r > 0 ? atoi(ob) : -1;
+	*devices = -1;
+	switch_ns = -1;
+	dev_name[0] = '\0';
+	if (r > 0)
+		sscanf(ob, "%d %lld %127[^\n]", devices, &switch_ns, dev_name);
 	close(err[0]);
 	close(out[0]);
 	int st;
 	waitpid(p, &st, 0);
-	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "probe exited with status %d; stderr: %s", st, buf);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == want_status, "probe exited with status %d, want %d; stderr: %s", st,
+	      want_status, buf);
+	want_status = 0;
 	return buf;
 }
 
@@ -145,6 +171,38 @@ int main(int argc, char **argv)
 
 	const char *tl[] = {"FIKIT_SIMGPU_TIMELINE=/nonexistent-dir/x.jsonl", NULL};
 	expect_one_line("unwritable timeline", tl, "no timeline");
+
+	/* Presets: h200 by default, legacy by name, one parameter overridden;
+	 * the device name is the same under every preset (profiles are keyed
+	 * by it). Each on a fresh segment, since its creator fixes them. */
+	struct {
+		const char *env[3];
+		long long switch_ns;
+	} presets[] = {
+		{{NULL}, 140000},
+		{{"FIKIT_SIMGPU_DEVICE=h200", NULL}, 140000},
+		{{"FIKIT_SIMGPU_DEVICE=legacy", NULL}, 25000},
+		{{"FIKIT_SIMGPU_DEVICE=legacy", "FIKIT_SIMGPU_SWITCH_US=60", NULL}, 60000},
+	};
+	for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+		shm_unlink(shm);
+		e = run(&dev, presets[i].env);
+		CHECK(*e == '\0' && switch_ns == presets[i].switch_ns && !strcmp(dev_name, "fikit simgpu"),
+		      "preset case %zu: switch %lld ns, want %lld; device \"%s\"; stderr \"%s\"", i, switch_ns,
+		      presets[i].switch_ns, dev_name, e);
+		free(e);
+	}
+	/* A later process asking for another preset is told what is in force. */
+	const char *h200[] = {"FIKIT_SIMGPU_DEVICE=h200", NULL};
+	expect_one_line("other preset than the creator's", h200, "switch=60.000us");
+	/* An unknown preset is refused: cuInit fails, one line names the variable. */
+	shm_unlink(shm);
+	const char *unknown[] = {"FIKIT_SIMGPU_DEVICE=h900", NULL};
+	want_status = 3;
+	e = run(&dev, unknown);
+	CHECK(lines(e) == 1 && strstr(e, "FIKIT_SIMGPU_DEVICE=\"h900\"") && strstr(e, "legacy"),
+	      "unknown preset: stderr \"%s\"", e);
+	free(e);
 	shm_unlink(shm);
 	return t_done("env_test");
 }

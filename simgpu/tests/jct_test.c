@@ -114,6 +114,9 @@ int main(void)
 	t_unique_shm("jct");
 	snprintf(tl, sizeof tl, "/tmp/simgpu-jct-%d.jsonl", (int)getpid());
 	setenv("FIKIT_SIMGPU_TIMELINE", tl, 1);
+	/* The expectations are the legacy preset's (4 us launch latency, a
+	 * 25 us switch): pinned, whatever the default preset is. */
+	setenv("FIKIT_SIMGPU_DEVICE", "legacy", 1);
 	setenv("FIKIT_SIMGPU_LAUNCH_US", "4", 1);
 	OK(cuInit(0));
 	CUcontext c;

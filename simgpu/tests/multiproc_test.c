@@ -70,6 +70,7 @@ static void scenario(const char *self, const char *model)
 	setenv("FIKIT_SIMGPU_TIMELINE", tl, 1);
 	setenv("FIKIT_SIMGPU_SHM", shm, 1);
 	setenv("FIKIT_SIMGPU_MODEL", model, 1);
+	setenv("FIKIT_SIMGPU_DEVICE", "legacy", 1); /* the expectations' switch and slice */
 	int pfd[2];
 	if (pipe(pfd) != 0)
 		return;

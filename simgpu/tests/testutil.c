@@ -223,3 +223,9 @@ int64_t t_percentile(int64_t *v, int n, double p)
 	int i = (int)(p / 100.0 * (n - 1) + 0.5);
 	return v[i < 0 ? 0 : i >= n ? n - 1 : i];
 }
+
+int t_sanitized(void)
+{
+	const char *v = getenv("FIKIT_TEST_SANITIZED");
+	return v && *v && strcmp(v, "0") != 0;
+}

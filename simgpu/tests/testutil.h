@@ -32,6 +32,10 @@ int t_done(const char *name);
 /* Use a shared segment of our own: /fikit-simgpu-test-<tag>-<pid>, unlinked at exit. */
 void t_unique_shm(const char *tag);
 int64_t t_now(void);
+/* Under a sanitizer (make test-asan / test-tsan set FIKIT_TEST_SANITIZED):
+ * host calls run several times slower, so checks of host-side timing are
+ * off; the model's own times are checked all the same. */
+int t_sanitized(void);
 void t_spin_for(int64_t ns); /* busy host time, like framework overhead */
 
 /* PTX with spin(u64 spin_ns) and plain(u64 x, u32 y) entries. */

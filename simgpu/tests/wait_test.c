@@ -65,23 +65,29 @@ static void measure(int how, CUfunction f, CUstream s, CUdeviceptr d, void *h)
 	OK(cuEventDestroy_v2(ev));
 }
 
-/* The thread's CPU time over the wall time of N waits for short kernels
- * (20-60 us: a precise wait spins through most of them). */
-static double cpu_share(unsigned flags, CUfunction f, CUstream s)
+/* The thread's CPU time over the wall time of waits for short kernels
+ * (20-60 us: a precise wait spins through most of them), for a spinning
+ * wait (share[0]) and a blocking-sync one (share[1]), alternated so that
+ * whatever else the machine runs meanwhile slows both alike. */
+static void cpu_shares(CUfunction f, CUstream s, double share[2])
 {
-	CUevent ev;
-	OK(cuEventCreate(&ev, flags));
-	int64_t cpu = 0, wall = 0;
-	for (int i = 0; i < N; i++) {
+	CUevent ev[2];
+	OK(cuEventCreate(&ev[0], 0));
+	OK(cuEventCreate(&ev[1], CU_EVENT_BLOCKING_SYNC));
+	int64_t cpu[2] = {0, 0}, wall[2] = {0, 0};
+	for (int i = 0; i < 2 * N; i++) {
+		int k = i & 1;
 		OK(t_spin(f, s, 20000 + (uint64_t)(rand() % 40000)));
-		OK(cuEventRecord(ev, s));
+		OK(cuEventRecord(ev[k], s));
 		int64_t c0 = thread_cpu_ns(), w0 = t_now();
-		OK(cuEventSynchronize(ev));
-		cpu += thread_cpu_ns() - c0;
-		wall += t_now() - w0;
+		OK(cuEventSynchronize(ev[k]));
+		cpu[k] += thread_cpu_ns() - c0;
+		wall[k] += t_now() - w0;
 	}
-	OK(cuEventDestroy_v2(ev));
-	return (double)cpu / (double)wall;
+	for (int k = 0; k < 2; k++) {
+		OK(cuEventDestroy_v2(ev[k]));
+		share[k] = (double)cpu[k] / (double)wall[k];
+	}
 }
 
 int main(void)
@@ -98,11 +104,20 @@ int main(void)
 	OK(cuMemAlloc_v2(&d, 8));
 	for (int how = BY_STREAM; how <= BY_BLOCKING_EVENT; how++)
 		measure(how, f, s, d, h);
-	/* A blocking-sync event sleeps through: it spins on nothing. */
-	double spin = cpu_share(0, f, s), sleep = cpu_share(CU_EVENT_BLOCKING_SYNC, f, s);
-	printf("waits for 20-60 us kernels: CPU %.0f %% of the wait spinning, %.0f %% with CU_EVENT_BLOCKING_SYNC\n",
-	       100 * spin, 100 * sleep);
-	CHECK(sleep < spin / 2, "a blocking-sync wait used %.0f %% of a CPU, a spinning one %.0f %%", 100 * sleep, 100 * spin);
+	/* A blocking-sync event sleeps through: it spins on nothing. On a
+	 * machine busy with other work a spinning waiter is descheduled too
+	 * and its share falls: measured again, at most twice, a sleeping
+	 * waiter that spins does so every time. */
+	double sh[2];
+	for (int attempt = 1;; attempt++) {
+		cpu_shares(f, s, sh);
+		printf("waits for 20-60 us kernels: CPU %.0f %% of the wait spinning, %.0f %% with CU_EVENT_BLOCKING_SYNC\n",
+		       100 * sh[0], 100 * sh[1]);
+		if (sh[1] < sh[0] / 2 || attempt == 3)
+			break;
+	}
+	CHECK(sh[1] < sh[0] / 2, "a blocking-sync wait used %.0f %% of a CPU, a spinning one %.0f %%", 100 * sh[1],
+	      100 * sh[0]);
 	OK(cuCtxDestroy_v2(c));
 	return t_done("wait_test");
 }

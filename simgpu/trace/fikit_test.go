@@ -29,7 +29,7 @@ func TestFikitRoundTripEmbedded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := roundTrip(t, tr); !sameKernels(got, tr) || got.HasHostTime {
+		if got := roundTrip(t, tr); !sameKernels(got, tr) || got.HasHostTime != tr.HasHostTime {
 			t.Errorf("%s: round trip changed the trace", name)
 		}
 	}

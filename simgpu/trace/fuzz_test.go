@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"testing"
 )
 
@@ -79,4 +80,28 @@ func (r *oneByteReader) Read(p []byte) (int, error) {
 	}
 	p[0], r.b = r.b[0], r.b[1:]
 	return 1, nil
+}
+
+// FuzzReadTorchProfile: a torch.profiler trace either gives runs whose
+// typical one is a valid trace surviving the fikit format, or a
+// *ParseError.
+func FuzzReadTorchProfile(f *testing.F) {
+	for _, file := range []string{"testdata/torch/eager.json", "testdata/torch/graph.json"} {
+		if b, err := os.ReadFile(file); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(`{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1.0005, "dur": 2}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := ReadTorchProfile(bytes.NewReader(data), "fuzz.csv")
+		if err != nil {
+			checkDecoded(t, nil, err)
+			return
+		}
+		tr, _, err := p.Trace(-1)
+		if err != nil {
+			t.Fatalf("a read profile's typical run is not a trace: %v", err)
+		}
+		checkDecoded(t, tr, nil)
+	})
 }

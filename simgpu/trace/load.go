@@ -15,10 +15,14 @@ import (
 )
 
 // orionFS holds copies of ../shared/traces/orion-{h100,v100} (eth-easl/orion,
-// MIT license; see orion/README.md and orion/LICENSE).
+// MIT license; see orion/README.md and orion/LICENSE) and the frozen
+// scenario traces derived from them (scenario/, ScenarioTraces).
 //
-//go:embed orion/h100/*.csv orion/v100/*.csv
+//go:embed orion/h100/*.csv orion/v100/*.csv scenario/*.csv
 var orionFS embed.FS
+
+// scenarioPrefix names the embedded scenario traces: "scenario/graph_resnet50_b1".
+const scenarioPrefix = "scenario/"
 
 // Read reads a trace in either format, telling them apart by the first line:
 // "# fikit-trace …" is fikit's format, anything else Orion's CSV. file names the
@@ -42,25 +46,37 @@ func ReadFile(path string) (*Trace, error) {
 	return Read(f, path)
 }
 
-// EmbeddedNames lists the embedded traces, sorted: "h100/bert_2_fwd", …,
-// "v100/transformer_xl_4_fwd".
+// EmbeddedNames lists the embedded traces, sorted: the Orion traces
+// "h100/bert_2_fwd", …, "v100/transformer_xl_4_fwd", then the scenario
+// traces "scenario/bert_base_b16", ….
 func EmbeddedNames() []string {
 	var names []string
-	_ = fs.WalkDir(orionFS, "orion", func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".csv") {
-			names = append(names, strings.TrimSuffix(strings.TrimPrefix(p, "orion/"), ".csv"))
+	for _, dir := range []string{"orion", "scenario"} {
+		_ = fs.WalkDir(orionFS, dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".csv") {
+				names = append(names, strings.TrimSuffix(strings.TrimPrefix(p, "orion/"), ".csv"))
+			}
+			return nil
+		})
+	}
+	sort.SliceStable(names, func(i, j int) bool {
+		si, sj := strings.HasPrefix(names[i], scenarioPrefix), strings.HasPrefix(names[j], scenarioPrefix)
+		if si != sj {
+			return sj
 		}
-		return nil
+		return names[i] < names[j]
 	})
-	sort.Strings(names)
 	return names
 }
 
 // embeddedPath maps a name such as "h100/resnet50_4_fwd",
-// "orion-h100/resnet50_4_fwd.csv" or "orion/h100/resnet50_4_fwd" to its path
-// in orionFS.
+// "orion-h100/resnet50_4_fwd.csv", "orion/h100/resnet50_4_fwd" or
+// "scenario/bert_base_b16" to its path in orionFS.
 func embeddedPath(name string) string {
 	n := path.Clean(strings.TrimSpace(name))
+	if strings.HasPrefix(n, scenarioPrefix) {
+		return strings.TrimSuffix(n, ".csv") + ".csv"
+	}
 	n = strings.TrimPrefix(n, "orion/")
 	n = strings.TrimPrefix(n, "orion-")
 	n = strings.TrimSuffix(n, ".csv")

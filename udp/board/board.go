@@ -153,12 +153,12 @@ func (b *Board) SetRegistered(gpu int, mask uint64) {
 // Hint is what the daemon tells a GPU's hooks to act on without asking
 // (docs/scheduler.md "Switches, bounds and arrivals"): the better
 // priorities' next predicted run (0 unknown, NoneExpected none), the switch
-// the policy assumes, and whether and which priority may resume.
+// the policy assumes, and whether and which waiting task may resume.
 type Hint struct {
 	NextNs     uint64
 	SwitchNs   uint64
 	Resume     bool
-	ResumePrio uint32
+	ResumeTask uint32
 }
 
 // SetHint writes section gpu's hint.
@@ -169,7 +169,7 @@ func (b *Board) SetHint(gpu int, h Hint) {
 	o := headerSize + gpu*gpuStride
 	b.word(o + offNext).Store(h.NextNs)
 	b.word(o + offSwitch).Store(h.SwitchNs)
-	b.word32(o + offResumePrio).Store(h.ResumePrio)
+	b.word32(o + offResumeTask).Store(h.ResumeTask)
 	var f uint32
 	if h.Resume {
 		f |= FlagResume
@@ -306,6 +306,22 @@ func (b *Board) Release(task uint32) {
 		b.word32(o + offSlotWait).Store(0)
 		b.bump(o)
 	}
+}
+
+// SlotsInUse counts the waiter slots a task owns: a daemon's metric (a
+// slot not released when its task leaves would be lost to every later task
+// of its residue class).
+func (b *Board) SlotsInUse() int {
+	if b == nil || b.mem == nil {
+		return 0
+	}
+	n := 0
+	for i := 0; i < Slots; i++ {
+		if b.word32(slotsOff+i*slotStride+offSlotTask).Load() != 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // Waiting reports whether a thread of task waits in its slot for the

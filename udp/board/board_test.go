@@ -227,7 +227,7 @@ func TestCreateOnAFullFileSystem(t *testing.T) {
 	}
 	// The last GPU section and the last slot, written into a full file
 	// system: no fault.
-	b.SetHint(GPUs-1, Hint{NextNs: 1, SwitchNs: 2, Resume: true, ResumePrio: 3})
+	b.SetHint(GPUs-1, Hint{NextNs: 1, SwitchNs: 2, Resume: true, ResumeTask: 3})
 	if !b.Claim(Slots - 1) {
 		t.Fatal("claim of the last slot")
 	}

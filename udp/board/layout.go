@@ -25,7 +25,7 @@ const (
 	offRunEnd     = 104 // u64 × Levels, hooks: the latest run end of each priority
 	offNext       = 184 // u64, daemon: the better priorities' next predicted run (0 unknown, max none)
 	offSwitch     = 192 // u64, daemon: the switch the policy assumes, ns
-	offResumePrio = 200 // u32, daemon: the priority that may resume on the board (10: none)
+	offResumeTask = 200 // u32, daemon: the task that may resume on the board (0: none)
 	offFlags      = 204 // u32, daemon: FlagResume
 	offWake       = 208 // u32, futex word: bumped at a run end with sleepers, and at a slot answer
 	offSleepers   = 212 // u32, hooks: threads sleeping on wake
@@ -45,8 +45,8 @@ const (
 	offSlotHold    = 40 // u64, daemon: when the request was last told to wait
 )
 
-// FlagResume is gpu.flags' bit for board-resume: waiters of gpu.resume_prio
-// may resume when the better priorities' runs end on the board.
+// FlagResume is gpu.flags' bit for board-resume: task gpu.resume_task may
+// resume when the better priorities' runs end on the board.
 const FlagResume = 1
 
 // NoneExpected is gpu.next_ns when no better task is expected back.
@@ -93,7 +93,7 @@ var Layout = []LayoutEntry{
 	{Name: "gpu.run_end_ns", Offset: offRunEnd, Size: 8 * Levels, Elem: 8, Atomic: true},
 	word64("gpu.next_ns", offNext),
 	word64("gpu.switch_ns", offSwitch),
-	word32("gpu.resume_prio", offResumePrio),
+	word32("gpu.resume_task", offResumeTask),
 	word32("gpu.flags", offFlags),
 	word32("gpu.wake", offWake),
 	word32("gpu.sleepers", offSleepers),

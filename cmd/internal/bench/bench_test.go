@@ -454,3 +454,102 @@ func TestCounter(t *testing.T) {
 		t.Error("missing sample: want an error")
 	}
 }
+
+// The workloads run in --quick too: the H200's CUDA-graph pair, an eager HP
+// beside training, a Poisson HP; every one of their traces is a frozen
+// scenario trace the simulator can predict on the bench's device, and the
+// graph HP alone takes the H200's 0.88 ms.
+func TestWorkloadPlan(t *testing.T) {
+	for _, o := range []Options{{Quick: true}, {}} {
+		p := newPlan(o)
+		if len(p.workloads) < 3 {
+			t.Fatalf("%d workloads, want the three of issue 22", len(p.workloads))
+		}
+		graph, eager, poisson := p.workloads[0].HP, p.workloads[1].HP, p.workloads[2].HP
+		if !graph.Graph || graph.Every != 8*time.Millisecond || eager.Graph || poisson.Poisson <= 0 || !poisson.Graph {
+			t.Errorf("workload HPs %+v %+v %+v", graph, eager, poisson)
+		}
+		if math.Abs(1/poisson.Poisson-graph.Every.Seconds()) > 1e-9 {
+			t.Errorf("the Poisson HP's mean interval %.4f s is not the periodic one's %v", 1/poisson.Poisson, graph.Every)
+		}
+	}
+	dev, err := harness.Device{}.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range newPlan(Options{Quick: true}).workloads {
+		for _, s := range []svc{w.HP, w.LP} {
+			if !strings.HasPrefix(s.Trace, "scenario/") || s.CPUNs >= 0 {
+				t.Errorf("%s: %s with %d ns per launch, want a scenario trace with its own host times", w.Name, s.Trace, s.CPUNs)
+			}
+			j, err := aloneJCT(s, dev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Trace == "scenario/graph_resnet50_b1" && (j < 0.87e6 || j > 0.89e6) {
+				t.Errorf("the graph HP alone takes %.3f ms, want 0.88", j/1e6)
+			}
+		}
+		for _, m := range w.Modes {
+			if _, ok := modeByName(m); !ok {
+				t.Errorf("%s: mode %q has no row", w.Name, m)
+			}
+		}
+	}
+}
+
+// Modes are rows: each names a distinct mode, and a scenario naming a mode
+// without a row is refused before anything runs.
+func TestModeRows(t *testing.T) {
+	seen := map[string]bool{}
+	for _, m := range modeSpecs {
+		if seen[m.Name] || m.Name == "" || m.Title == "" || m.Name == ModeExclusive {
+			t.Errorf("mode row %+v", m)
+		}
+		seen[m.Name] = true
+	}
+	for _, m := range controlModes {
+		if !seen[m] {
+			t.Errorf("mode %q has no row", m)
+		}
+	}
+	r := &runner{siblings: map[string]*harness.Daemon{}}
+	if _, err := r.pairModes(context.Background(), nil, svc{}, svc{}, 1, "t", []string{"fikit_pre_switch"}); err == nil ||
+		!strings.Contains(err.Error(), "fikit_pre_switch") {
+		t.Errorf("an unknown mode: %v", err)
+	}
+	if modeName(ModeFikitUDP) != "fikit, FIKIT_BOARD=off" || modeName("x") != "x" {
+		t.Error("modeName")
+	}
+}
+
+// Sensitivity variants are the run's device with one thing changed.
+func TestVariantDevices(t *testing.T) {
+	run := harness.Device{Preset: "h200"}
+	for _, v := range newPlan(Options{}).variants {
+		d := v.device(run)
+		cfg, err := d.Config()
+		if err != nil {
+			t.Fatalf("%s: %v", v.Name, err)
+		}
+		h200, _ := harness.Device{Preset: "h200"}.Config()
+		switch {
+		case v.Preset == "legacy":
+			if cfg.Switch != 25*time.Microsecond {
+				t.Errorf("%s: %v", v.Name, cfg)
+			}
+		case v.Switch != nil:
+			if cfg.Switch != *v.Switch || cfg.Timeslice != h200.Timeslice {
+				t.Errorf("%s: %v", v.Name, cfg)
+			}
+		case v.Model == "fifo":
+			if cfg.Model.String() != "fifo" || cfg.Switch != h200.Switch {
+				t.Errorf("%s: %v", v.Name, cfg)
+			}
+		default:
+			if cfg != h200 {
+				t.Errorf("%s: %v, want the run's device", v.Name, cfg)
+			}
+		}
+	}
+}

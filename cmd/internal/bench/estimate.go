@@ -68,7 +68,16 @@ func (r *runner) estimate() float64 {
 	for _, pr := range p.headline {
 		s += pairMode("bench/hp/"+pr.HP, p.sparseEvery, p.sparseRuns, "bench/lp/"+pr.LP, 1, false)
 	}
+	// The workloads: exclusive, default sharing and fikit (board on and
+	// off: taken as the control's third mode).
+	for _, w := range p.workloads {
+		every := w.HP.Every
+		if w.HP.Poisson > 0 {
+			every = time.Duration(float64(time.Second) / w.HP.Poisson)
+		}
+		s += pairMode(w.HP.Key, every, w.HP.Runs, w.LP.Key, 1, len(w.Modes) > 2)
+	}
 	// The simulator, the timelines and the report: a few seconds per pair.
-	s += 2 * float64(len(p.pairs)+len(p.headline)*len(p.variants))
+	s += 2 * float64(len(p.pairs)+len(p.headline)*len(p.variants)+len(p.workloads))
 	return s
 }

@@ -19,16 +19,16 @@ type both struct {
 
 // together runs bg in a closed loop in the background, starts fg once bg has
 // completed two runs (registered and going), waits for fg to finish and
-// stops bg. Hooked services are scheduled by the daemon; otherwise neither
+// stops bg. Hooked services are scheduled by daemon d; otherwise neither
 // is hooked (default sharing). bg runs on bgEnv's device (nil: env's).
-func (r *runner) together(ctx context.Context, env, bgEnv *harness.Env, fg, bg svc, hooked bool, extraEnv ...string) (*both, error) {
+func (r *runner) together(ctx context.Context, d *harness.Daemon, env, bgEnv *harness.Env, fg, bg svc, hooked bool, extraEnv ...string) (*both, error) {
 	if bgEnv == nil {
 		bgEnv = env
 	}
 	if hooked {
-		r.quiesce()
+		quiesce(d)
 	}
-	bgs := bg.live(hooked, r.d.Addr())
+	bgs := bg.live(hooked, d.Addr())
 	bgs.Runs = 1_000_000
 	bgs.Env = append(bgs.Env, extraEnv...)
 	bp, err := bgEnv.Start(ctx, bgs)
@@ -43,7 +43,7 @@ func (r *runner) together(ctx context.Context, env, bgEnv *harness.Env, fg, bg s
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	fgs := fg.live(hooked, r.d.Addr())
+	fgs := fg.live(hooked, d.Addr())
 	fgs.Env = append(fgs.Env, extraEnv...)
 	fp, err := env.Start(ctx, fgs)
 	if err != nil {
@@ -57,7 +57,7 @@ func (r *runner) together(ctx context.Context, env, bgEnv *harness.Env, fg, bg s
 		// A hooked replayer is the child of `fikit run`: its pid is the one
 		// its hook registered with.
 		for !fp.Exited() && (b.fgPid == 0 || b.bgPid == 0) {
-			b.fgPid, b.bgPid = r.taskPid(fg.Key), r.taskPid(bg.Key)
+			b.fgPid, b.bgPid = taskPid(d, fg.Key), taskPid(d, bg.Key)
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
@@ -73,16 +73,16 @@ func (r *runner) together(ctx context.Context, env, bgEnv *harness.Env, fg, bg s
 	return b, nil
 }
 
-// taskPid is the pid the newest task registered under key reported.
-func (r *runner) taskPid(key string) int {
-	_, pid := r.task(key)
+// taskPid is the pid the newest task registered under key with d reported.
+func taskPid(d *harness.Daemon, key string) int {
+	_, pid := task(d, key)
 	return pid
 }
 
-// task is the ID and pid of the newest task registered under key (0, 0:
-// none).
-func (r *runner) task(key string) (id uint32, pid int) {
-	for _, t := range r.d.Status().Tasks {
+// task is the ID and pid of the newest task registered under key with d
+// (0, 0: none).
+func task(d *harness.Daemon, key string) (id uint32, pid int) {
+	for _, t := range d.Status().Tasks {
 		if t.Key == key && t.ID >= id {
 			id, pid = t.ID, int(t.PID)
 		}
@@ -93,7 +93,7 @@ func (r *runner) task(key string) (id uint32, pid int) {
 // alone1 runs s by itself (exclusive use of the GPU; hooked for Scheme II).
 func (r *runner) alone1(ctx context.Context, env *harness.Env, s svc, hooked bool) (*harness.Result, error) {
 	if hooked {
-		r.quiesce()
+		quiesce(r.d)
 	}
 	p, err := env.Start(ctx, s.live(hooked, r.d.Addr()))
 	if err != nil {
@@ -172,35 +172,46 @@ func (a *acc) result(mode string) ModeResult {
 
 // pairCfg is how measurePair measures a pair.
 type pairCfg struct {
-	eo   harness.Options // the device
+	eo   harness.Options // the device (Device: the bench's when zero)
 	reps int
 	tag  string // for progress and work directories
-	// control adds the control mode (ModeFikitCPU); sim adds the
-	// simulator's prediction.
-	control, sim bool
+	// modes are the co-located modes to run, by name (modeSpecs; nil:
+	// colocModes); sim adds the simulator's prediction.
+	modes []string
+	sim   bool
 }
 
 // pairModes measures an HP at an interval with an LP in a closed loop:
-// exclusive (each alone, not hooked), default sharing and fikit, reps
-// times in that order, pooling the JCTs. The LP's JCTs are those of its
-// runs inside the HP's span; the fill share comes from the timeline.
+// exclusive (each alone, not hooked), then each of modes (modeSpecs) with
+// both together, reps times in that order, pooling the JCTs. The LP's JCTs
+// are those of its runs inside the HP's span; the fill share comes from the
+// timeline.
 //
-// With control set, a fourth mode runs fikit with the LP on a second
-// private device (ModeFikitCPU): the daemon schedules both as if they shared
-// a GPU, but the LP's kernels cannot delay the HP's, so what the HP loses
-// there is host-side cost (the daemon, the hooks' sender threads and the
-// waiter's requests competing for this machine's CPUs), not the GPU's.
-func (r *runner) pairModes(ctx context.Context, env *harness.Env, hp, lp svc, reps int, tag string, control bool) ([]ModeResult, error) {
-	accs := map[string]*acc{ModeExclusive: {}, ModeSharing: {}, ModeFikit: {}, ModeFikitUDP: {}, ModeFikitCPU: {}}
-	modes := []string{ModeSharing, ModeFikit, ModeFikitUDP}
+// The control mode (ModeFikitCPU) runs fikit with the LP on a second
+// private device: the daemon schedules both as if they shared a GPU, but
+// the LP's kernels cannot delay the HP's, so what the HP loses there is
+// host-side cost (the daemon, the hooks' sender threads and the waiter's
+// requests competing for this machine's CPUs), not the GPU's.
+func (r *runner) pairModes(ctx context.Context, env *harness.Env, hp, lp svc, reps int, tag string, modes []string) ([]ModeResult, error) {
+	if modes == nil {
+		modes = colocModes
+	}
+	accs := map[string]*acc{ModeExclusive: {}}
+	specs := make([]modeSpec, len(modes))
 	var other *harness.Env
-	if control {
-		var err error
-		if other, err = r.env(tag+" control", harness.Options{}); err != nil {
-			return nil, err
+	for i, name := range modes {
+		m, ok := modeByName(name)
+		if !ok {
+			return nil, fmt.Errorf("no mode %q", name)
 		}
-		defer other.Close()
-		modes = append(modes, ModeFikitCPU)
+		specs[i], accs[name] = m, &acc{}
+		if m.LPOtherDevice && other == nil {
+			var err error
+			if other, err = r.env(tag+" control", harness.Options{Device: env.Device()}); err != nil {
+				return nil, err
+			}
+			defer other.Close()
+		}
 	}
 	lpAlone := lp
 	lpAlone.Runs = runsFor(600*time.Millisecond, r.alone[lp.Key], 5, 40)
@@ -230,11 +241,16 @@ func (r *runner) pairModes(ctx context.Context, env *harness.Env, hp, lp svc, re
 		ex.hpSpan += t - f
 		f2, t2 := l.Span()
 		ex.lpSpan += t2 - f2
-		for _, mode := range modes {
+		for _, m := range specs {
+			mode := m.Name
 			r.logf("  %s: rep %d/%d %s", tag, rep+1, reps, mode)
 			var bgEnv *harness.Env
-			if mode == ModeFikitCPU {
+			if m.LPOtherDevice {
 				bgEnv = other
+			}
+			d, err := r.daemonFor(ctx, m)
+			if err != nil {
+				return nil, err
 			}
 			// The first fikit repetition of a pair is kept as a trace:
 			// the daemon records its decisions meanwhile.
@@ -242,18 +258,14 @@ func (r *runner) pairModes(ctx context.Context, env *harness.Env, hp, lp svc, re
 			if mode == ModeFikit && rep == 0 && r.o.TraceDir != "" && env.TimelinePath() != "" {
 				traceName = fmt.Sprintf("%s %s + %s", tag, shortKey(hp.Key), shortKey(lp.Key))
 				dec = filepath.Join(r.o.WorkDir, traceFileName(traceName)+".decisions.jsonl")
-				if err := r.d.RecordTo(dec); err != nil {
+				if err := d.RecordTo(dec); err != nil {
 					r.logf("  trace: %v", err)
 					dec = ""
 				}
 			}
-			var extra []string
-			if mode == ModeFikitUDP {
-				extra = []string{"FIKIT_BOARD=off"}
-			}
-			b, err := r.together(ctx, env, bgEnv, hp, lp, mode != ModeSharing, extra...)
+			b, err := r.together(ctx, d, env, bgEnv, hp, lp, m.Hooked, m.Env...)
 			if dec != "" {
-				if rerr := r.d.RecordTo(""); rerr != nil {
+				if rerr := d.RecordTo(""); rerr != nil {
 					r.logf("  trace: %v", rerr)
 				}
 			}
@@ -273,7 +285,7 @@ func (r *runner) pairModes(ctx context.Context, env *harness.Env, hp, lp svc, re
 			ac.hpSpan += to - from
 			ac.lpSpan += to - from
 			ac.spans += to - from
-			if b.fgPid > 0 && b.bgPid > 0 && mode != ModeFikitCPU {
+			if b.fgPid > 0 && b.bgPid > 0 && !m.LPOtherDevice {
 				wins = append(wins, window{mode, from, to, b.fgPid, b.bgPid, b.fg.Runs})
 			}
 		}
@@ -311,7 +323,7 @@ func (r *runner) pairs(ctx context.Context) error {
 		r.logf(" pair %d/%d %s, HP every %s", i+1, len(r.p.pairs), p.name(), hp.Every)
 		sc := Scenario{Section: SecPair, Name: p.name(), HP: hp.spec(), LP: lp.spec()}
 		err := r.measurePair(ctx, &sc, hp, lp, pairCfg{eo: harness.Options{Timeline: true}, reps: r.p.reps,
-			tag: fmt.Sprintf("pair %d", i+1), control: true, sim: true})
+			tag: fmt.Sprintf("pair %d", i+1), modes: controlModes, sim: true})
 		r.add(sc, err)
 		if err == nil && sc.Derived != nil {
 			fk, sh := sc.Mode(ModeFikit), sc.Mode(ModeSharing)
@@ -332,13 +344,14 @@ func (r *runner) measurePair(ctx context.Context, sc *Scenario, hp, lp svc, c pa
 		return err
 	}
 	defer env.Close()
-	modes, err := r.pairModes(ctx, env, hp, lp, c.reps, c.tag, c.control)
+	sc.Device = env.Device().String()
+	modes, err := r.pairModes(ctx, env, hp, lp, c.reps, c.tag, c.modes)
 	if err != nil {
 		return err
 	}
 	sc.Modes = modes
 	if c.sim {
-		sc.Sim, err = r.predict(hp, lp, c.eo.Model, c.eo.SwitchUs, true)
+		sc.Sim, err = r.predict(hp, lp, env.Device(), true)
 		if err != nil {
 			r.logf("  simulator: %v", err)
 		}
@@ -351,8 +364,9 @@ func (r *runner) measurePair(ctx context.Context, sc *Scenario, hp, lp svc, c pa
 // co-located mode.
 func (r *runner) logInterference(sc *Scenario) {
 	var parts []string
-	for _, m := range []string{ModeSharing, ModeFikit, ModeFikitCPU} {
-		if mr := sc.Mode(m); mr != nil && mr.HPInterference != nil {
+	for _, mr := range sc.Modes {
+		m := mr.Mode
+		if m != ModeExclusive && m != ModeFikitUDP && mr.HPInterference != nil {
 			in := mr.HPInterference
 			parts = append(parts, fmt.Sprintf("%s %.1f%%/%.1f%% (host %.2fx)", m, in.P50Pct, in.P99Pct, in.HostRatio))
 		}
@@ -424,7 +438,7 @@ func (r *runner) stable1(ctx context.Context, sc *Scenario, hpc, lp svc, tag str
 	hpRuns := map[string][]harness.Run{ModeExclusive: a.Runs}
 	for _, mode := range []string{ModeSharing, ModeFikit} {
 		r.logf("  %s: %s", tag, mode)
-		b, err := r.together(ctx, env, nil, lp, hpc, mode == ModeFikit)
+		b, err := r.together(ctx, r.d, env, nil, lp, hpc, mode == ModeFikit)
 		if err != nil {
 			return fmt.Errorf("%s: %w", mode, err)
 		}
@@ -434,7 +448,7 @@ func (r *runner) stable1(ctx context.Context, sc *Scenario, hpc, lp svc, tag str
 			LP: Summarize(b.fg.JCTs(), to-from), SpanNs: to - from})
 	}
 	setInterference(sc.Modes, hpRuns)
-	sc.Sim, err = r.predict(hpc, lp, "", 0, false)
+	sc.Sim, err = r.predict(hpc, lp, env.Device(), false)
 	if err != nil {
 		r.logf("  simulator: %v", err)
 	}

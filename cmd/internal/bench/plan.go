@@ -35,6 +35,9 @@ type Options struct {
 	// Scheduler is the daemon's configuration (zero: the defaults); the
 	// bench sets ProfileRuns itself.
 	Scheduler *scheduler.Config
+	// Device is the simulated GPU every scenario runs on (the zero value:
+	// simgpu's default preset); sensitivity variants change one parameter.
+	Device harness.Device
 }
 
 // Service parameters shared by every scenario. The high-priority services
@@ -75,12 +78,30 @@ var allPairs = []pair{
 	{"v100/resnet50_4_fwd", "v100/bert_2_fwd"},
 }
 
-// variant is a device assumption of the sensitivity section.
+// variant is a device assumption of the sensitivity section: the run's
+// device with one thing changed.
 type variant struct {
-	Name     string
-	Model    string // simgpu model
-	SwitchUs int
+	Name   string
+	Preset string         // another preset ("": the run's)
+	Model  string         // simgpu model ("": the preset's)
+	Switch *time.Duration // switch cost (nil: the preset's)
 }
+
+// device is the variant of the run's device d.
+func (v variant) device(d harness.Device) harness.Device {
+	if v.Preset != "" {
+		d = harness.Device{Preset: v.Preset}
+	}
+	if v.Model != "" {
+		d.Model = v.Model
+	}
+	if v.Switch != nil {
+		d.Switch = v.Switch
+	}
+	return d
+}
+
+func durPtr(d time.Duration) *time.Duration { return &d }
 
 // plan is what a run does.
 type plan struct {
@@ -98,6 +119,8 @@ type plan struct {
 	preRuns     int
 	stableRuns  int // IV d: LP requests per mode
 	ratioTrials int
+	// workloads: services users run today (the frozen scenario traces).
+	workloads []workload
 	// Co-location under other conditions (each exclusive, default sharing
 	// and fikit): a busy host (a CPU hog on every core) with the IV a/b
 	// pairs; a sparse HP, every sparseEvery (longer than the daemon's
@@ -120,8 +143,8 @@ func newPlan(o Options) plan {
 		pairs:    allPairs,
 		overhead: []string{"h100/resnet50_4_fwd", "h100/resnet101_4_fwd", "h100/mobilenet_4_fwd", "v100/mobilenetv2_4_fwd", "v100/resnet50_4_fwd", "h100/transformer_inf_bs4", "h100/bert_2_fwd"},
 		headline: []pair{allPairs[0], allPairs[4], allPairs[8]},
-		variants: []variant{{"timeslice, switch 0 µs", "timeslice", 0}, {"timeslice, switch 25 µs (default)", "timeslice", 25},
-			{"timeslice, switch 100 µs", "timeslice", 100}, {"fifo, switch 25 µs", "fifo", 25}},
+		variants: []variant{{Name: "as run"}, {Name: "switch 0 µs", Switch: durPtr(0)},
+			{Name: "legacy preset (switch 25 µs)", Preset: "legacy"}, {Name: "fifo model", Model: "fifo"}},
 		ratios: []int{1, 10, 20, 30, 40, 50},
 		hpRuns: 150, reps: 2, ovReps: 5, ovBudget: 600 * time.Millisecond, profileRuns: 30,
 		preEvery: 60 * time.Millisecond, preRuns: 50, stableRuns: 40, ratioTrials: 4,
@@ -140,6 +163,7 @@ func newPlan(o Options) plan {
 	if o.MaxPairs > 0 && o.MaxPairs < len(p.pairs) {
 		p.pairs = p.pairs[:o.MaxPairs]
 	}
+	p.workloads = workloadPlan(p.hpRuns)
 	return p
 }
 
@@ -153,10 +177,13 @@ type svc struct {
 	Runs, Warmup       int
 	// Poisson > 0: Poisson arrivals at this rate per second (seed Seed)
 	// instead of Every. Burst > 0: bursts of Burst runs back to back, Every
-	// of idle time between them. Neither is simulated.
+	// of idle time between them (not simulated).
 	Poisson float64
 	Seed    uint64
 	Burst   int
+	// Graph: each run is one CUDA graph launch (fikit-replay --graph).
+	// CPUNs < 0: the trace's own host times.
+	Graph bool
 }
 
 func hpSvc(tr string, every time.Duration, runs int) svc {
@@ -179,12 +206,15 @@ func (s svc) live(hooked bool, sched string) harness.Service {
 	if hooked {
 		h.Hooked, h.Prio, h.TaskKey, h.Scheduler = true, s.Prio, s.Key, sched
 	}
+	if s.Graph {
+		h.Args = append(h.Args, "--graph")
+	}
 	switch {
 	case s.Poisson > 0:
 		h.Every = 0
-		h.Args = []string{"--poisson", strconv.FormatFloat(s.Poisson, 'g', -1, 64), "--seed", strconv.FormatUint(s.Seed, 10)}
+		h.Args = append(h.Args, "--poisson", strconv.FormatFloat(s.Poisson, 'g', -1, 64), "--seed", strconv.FormatUint(s.Seed, 10))
 	case s.Burst > 0:
-		h.Args = []string{"--burst", strconv.Itoa(s.Burst)}
+		h.Args = append(h.Args, "--burst", strconv.Itoa(s.Burst))
 	}
 	return h
 }
@@ -192,7 +222,7 @@ func (s svc) live(hooked bool, sched string) harness.Service {
 // spec is the service as the results record it.
 func (s svc) spec() *Service {
 	sp := &Service{Trace: s.Trace, Prio: s.Prio, CPUNs: s.CPUNs, PreNs: s.PreNs, PostNs: s.Post, EveryNs: int64(s.Every), Runs: s.Runs,
-		Burst: s.Burst}
+		Burst: s.Burst, Graph: s.Graph}
 	if s.Poisson > 0 {
 		sp.EveryNs, sp.PoissonRate, sp.Seed = 0, s.Poisson, s.Seed
 	}
@@ -205,21 +235,29 @@ func (s svc) simService() (sim.Service, error) {
 	if err != nil {
 		return sim.Service{}, err
 	}
-	return sim.Service{Name: s.Key, Priority: uint8(s.Prio), Kernels: sim.KernelsFromTrace(t, s.CPUNs), PreNs: s.PreNs,
-		PostNs: s.Post, Every: s.Every, Runs: s.Runs}, nil
+	ks := sim.KernelsFromTrace(t, s.CPUNs)
+	if s.Graph {
+		ks = sim.GraphFromTrace(t, 0)
+	}
+	ss := sim.Service{Name: s.Key, Priority: uint8(s.Prio), Kernels: ks, PreNs: s.PreNs,
+		PostNs: s.Post, Every: s.Every, Runs: s.Runs, Poisson: s.Poisson, Seed: s.Seed}
+	if s.Every > 0 || s.Poisson > 0 {
+		ss.Late = sim.WakeLate // a real open-loop service starts its requests late
+	}
+	return ss, nil
 }
 
-// aloneJCT predicts a service's p50 JCT alone on the default device (the
-// simulator is deterministic and takes milliseconds): it sets request
-// intervals and run counts before anything is measured.
-func aloneJCT(s svc) (float64, error) {
+// aloneJCT predicts a service's p50 JCT alone on device dev (the simulator
+// is deterministic and takes milliseconds): it sets request intervals and
+// run counts before anything is measured.
+func aloneJCT(s svc, dev devmodel.Config) (float64, error) {
 	ss, err := s.simService()
 	if err != nil {
 		return 0, err
 	}
-	ss.Every, ss.Runs = 0, 10
+	ss.Every, ss.Runs, ss.Poisson = 0, 10, 0
 	opts := sim.DefaultOptions()
-	opts.Mode, opts.Device = sim.Sharing, devmodel.DefaultConfig()
+	opts.Mode, opts.Device = sim.Sharing, dev
 	r, err := sim.Run(opts, []sim.Service{ss})
 	if err != nil {
 		return 0, fmt.Errorf("predicting %s alone: %w", s.Trace, err)

@@ -43,6 +43,9 @@ func WriteReport(w io.Writer, res *Results) error {
 	p("| machine | %s, %d CPUs, load average %.2f at the start, %.2f at the end (other work shares this machine: absolute times are noise, ratios measured side by side are not) |\n",
 		m.Host, m.CPUs, m.LoadStart, m.LoadEnd)
 	p("| device | %s |\n", m.Device)
+	if m.DevicePreset != "" {
+		p("| device preset | `%s` (`--device`; docs/simgpu.md \"Presets\" says which of its numbers are measured, fitted or assumed) |\n", m.DevicePreset)
+	}
 	p("| GPU | %s |\n", m.GPU)
 	pr := m.Params
 	p("| services | HP: %s host time per launch (launch-bound, as eager PyTorch), prio 0, a request every %.0f× its JCT alone; LP: %s per launch, prio 5, closed loop; continuous HP (IV d, Fig. 18): %s pre- and %s post-processing per request |\n",
@@ -68,7 +71,7 @@ func WriteReport(w io.Writer, res *Results) error {
 		if t.SharingValue != nil || t.SharingMedian != nil {
 			p("`%s` beside default sharing: under fikit %s worst, %s median; under default sharing (no scheduler) %s worst, %s median, ",
 				t.Key, numPct(t.Value), numPct(t.Median), numPct(t.SharingValue), numPct(t.SharingMedian))
-			p("over the same co-location scenarios (IV a/b, c, d, busy host, sparse HP, bursts).\n\n")
+			p("over the same co-location scenarios (IV a/b, c, d, busy host, sparse HP, bursts, workloads).\n\n")
 		}
 	}
 	for _, t := range res.Targets {
@@ -103,6 +106,12 @@ func WriteReport(w io.Writer, res *Results) error {
 			time.Duration(res.Meta.Params.SparseEveryNs)))
 	colocSection(p, res, SecBursts, "Bursts — the HP's requests in bursts",
 		burstIntro(res.Meta.Params))
+	colocSection(p, res, SecWorkloads, "Workloads — services users run today",
+		"The frozen scenario traces (simgpu/trace/scenario/, derived from the Orion traces; docs/trace-format.md): a "+
+			"CUDA-graph ResNet-50 batch 1 HP (one graph launch per request, 0.88 ms alone) every 8 ms or at Poisson arrivals "+
+			"of that mean beside a BERT-base batch 16 LP, the H200's pair (docs/bench.md \"On a real GPU\"), and an eager, "+
+			"launch-bound ResNet-50 batch 1 HP every 10 ms beside a ResNet-50 training job (forward, backward, optimizer "+
+			"step, a synchronisation per step). The simulator's prediction of each is in `results.json` (`sim`).")
 	ratioSection(p, res)
 	microSection(p, res)
 	sensitivitySection(p, res)
@@ -112,11 +121,12 @@ func WriteReport(w io.Writer, res *Results) error {
 		p("**%s**\n\n![%s](%s)\n\n", f.Title, f.File, f.File)
 	}
 	p("## Modeled assumptions\n\n")
-	p("Everything ran on simgpu: one kernel at a time, NVIDIA-style time slices of 2 ms between processes (or FIFO), a context ")
-	p("switch costing 25 µs of idle device, 4 µs launch latency; kernel durations are the Orion traces' measured GPU times, host ")
-	p("time per launch is added by the replayer. None of these is a measurement of a real GPU: the sensitivity section shows how ")
-	p("much the headline numbers move when the switch cost or the sharing model changes. The hook's and daemon's costs are real ")
-	p("(this machine's CPU and loopback UDP); simgpu's own cost per launch is in the micro-benchmarks.\n")
+	p("Everything ran on simgpu (%s): one kernel at a time, NVIDIA-style time slices between processes (or FIFO), a context ", m.Device)
+	p("switch costing idle device time, a launch latency; kernel durations are the traces' GPU times, host time per launch is ")
+	p("added by the replayer. The preset's numbers come from an H200 where measured and are fitted or assumed elsewhere ")
+	p("(docs/simgpu.md \"Presets\"); the sensitivity section shows how much the headline numbers move when the switch cost ")
+	p("or the sharing model changes. The hook's and daemon's costs are real (this machine's CPU and loopback UDP); simgpu's ")
+	p("own cost per launch is in the micro-benchmarks.\n")
 	return bw.Flush()
 }
 
@@ -306,8 +316,8 @@ func microSection(p printer, res *Results) {
 
 func sensitivitySection(p printer, res *Results) {
 	p("## Sensitivity to the device model\n\n")
-	p("The headline pairs again, on devices with other assumptions (the scheduler keeps its defaults, which assume a 25 µs ")
-	p("switch). Each row is measured side by side with its own exclusive and default-sharing baselines.\n\n")
+	p("The headline pairs again, on the run's device and on variants of it (the scheduler keeps its defaults, which assume a ")
+	p("25 µs switch). Each row is measured side by side with its own exclusive and default-sharing baselines.\n\n")
 	p("| pair | device | HP alone p50 | sharing × alone | fikit × alone | fikit p99 × | speedup | fill fikit | sim fikit × / fill |\n|---|---|---|---|---|---|---|---|---|\n")
 	byPair := map[string][]Scenario{}
 	var names []string
@@ -403,9 +413,9 @@ func interferenceTable(p printer, scs []Scenario, explain bool) {
 		if sc.Variant != "" {
 			name += " (" + sc.Variant + ")"
 		}
-		for _, m := range []string{ModeSharing, ModeFikit, ModeFikitUDP, ModeFikitCPU} {
-			mr := sc.Mode(m)
-			if mr == nil {
+		for _, mr := range sc.Modes {
+			m := mr.Mode
+			if m == ModeExclusive {
 				continue
 			}
 			es := "–"
@@ -444,19 +454,6 @@ func interferenceTable(p printer, scs []Scenario, explain bool) {
 		p("%s\n", r)
 	}
 	p("\n")
-}
-
-// modeName is a mode as the report's tables name it.
-func modeName(m string) string {
-	switch m {
-	case ModeSharing:
-		return "default sharing"
-	case ModeFikitCPU:
-		return "control (LP on another device)"
-	case ModeFikitUDP:
-		return "fikit, FIKIT_BOARD=off"
-	}
-	return m
 }
 
 func pctf(v float64) string { return fmt.Sprintf("%.1f %%", v) }

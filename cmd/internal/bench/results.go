@@ -22,12 +22,13 @@ const (
 	SecBusyHost    = "busy_host"   // IV a/b pairs with a CPU hog on every core
 	SecSparse      = "sparse_hp"   // HP every 1.5 s, or Poisson arrivals; LP continuous
 	SecBursts      = "bursts"      // HP in bursts of back-to-back requests; LP continuous
+	SecWorkloads   = "workloads"   // services users run today (frozen traces): CUDA graph, eager, training
 )
 
 // colocSections are the sections whose scenarios run the HP on one device
 // with an LP (their HP GPU interference makes p10); sensitivity variants
 // are not in the summary.
-var colocSections = []string{SecPair, SecPreempt, SecStability, SecBusyHost, SecSparse, SecBursts}
+var colocSections = []string{SecPair, SecPreempt, SecStability, SecBusyHost, SecSparse, SecBursts, SecWorkloads}
 
 func isColoc(sec string) bool { return slices.Contains(colocSections, sec) }
 
@@ -71,8 +72,10 @@ type Meta struct {
 	// other work on the machine shows here.
 	LoadStart float64 `json:"load_start"`
 	LoadEnd   float64 `json:"load_end"`
-	// Device is the device the services ran on.
-	Device string `json:"device"`
+	// Device is the device the services ran on; DevicePreset its simgpu
+	// preset (--device).
+	Device       string `json:"device"`
+	DevicePreset string `json:"device_preset"`
 	// GPU says what a real-GPU column would need (none was measured).
 	GPU    string `json:"gpu"`
 	Params Params `json:"params"`
@@ -157,6 +160,9 @@ type Service struct {
 	Seed        uint64  `json:"seed,omitempty"`
 	// Burst > 0: requests in bursts of Burst back to back.
 	Burst int `json:"burst,omitempty"`
+	// Graph: each request one CUDA graph launch. CPUNs < 0: the trace's
+	// own host times.
+	Graph bool `json:"graph,omitempty"`
 }
 
 // Scenario is one measured case of one section.
@@ -164,9 +170,11 @@ type Scenario struct {
 	Section string `json:"section"`
 	Name    string `json:"name"`
 	// Variant names a sensitivity case ("fifo", "switch 100µs").
-	Variant string   `json:"variant,omitempty"`
-	HP      *Service `json:"hp,omitempty"`
-	LP      *Service `json:"lp,omitempty"`
+	Variant string `json:"variant,omitempty"`
+	// Device is the simulated GPU it ran on (preset and overrides).
+	Device string   `json:"device,omitempty"`
+	HP     *Service `json:"hp,omitempty"`
+	LP     *Service `json:"lp,omitempty"`
 	// Modes measured, and the simulator's prediction of the same modes.
 	Modes []ModeResult `json:"modes,omitempty"`
 	Sim   []ModeResult `json:"sim,omitempty"`

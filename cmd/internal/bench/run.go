@@ -34,6 +34,10 @@ type runner struct {
 	// simNotify and simGrant are the hook latencies the simulator uses:
 	// this run's measurements when the micro section got them.
 	simNotify, simGrant time.Duration
+	// schedCfg is the daemon's configuration; siblings are the daemons of
+	// modes with settings of their own (modeSpec.Scheduler), by mode.
+	schedCfg scheduler.Config
+	siblings map[string]*harness.Daemon
 }
 
 // Estimate is the expected wall time of a run with these options, from the
@@ -51,15 +55,18 @@ func Estimate(o Options) (time.Duration, error) {
 // goes on.
 func Run(ctx context.Context, o Options) (*Results, error) {
 	r := &runner{o: o, p: newPlan(o), start: time.Now(), alone: map[string]float64{}, simProf: map[string]*profiler.Profile{},
-		simNotify: 30 * time.Microsecond, simGrant: 60 * time.Microsecond}
+		simNotify: 30 * time.Microsecond, simGrant: 60 * time.Microsecond, siblings: map[string]*harness.Daemon{}}
 	if err := r.predictAlone(); err != nil {
 		return nil, err
 	}
+	dev, _ := o.Device.Config() // predictAlone checked it
 	host, _ := os.Hostname()
 	r.res = &Results{Meta: Meta{
 		Version: o.Version, Quick: o.Quick, Started: r.start.UTC().Format(time.RFC3339), Host: host, CPUs: runtime.NumCPU(),
 		LoadStart: loadAvg(), EstimateS: r.estimate(),
-		Device: "simgpu (simulated libcuda.so.1): timeslice model, 2 ms slice, 25 µs context switch, 4 µs launch latency unless a scenario says otherwise",
+		DevicePreset: o.Device.PresetName(),
+		Device: fmt.Sprintf("simgpu (simulated libcuda.so.1), device %s: %s, unless a scenario says otherwise (docs/simgpu.md)",
+			o.Device, dev),
 		GPU: "none: no GPU machine was available to this run; every number is on simgpu. A GPU column needs the same scenarios " +
 			"with real PyTorch models (torchvision resnet50/resnet101/mobilenet_v2, random weights) under the hook",
 	}}
@@ -72,12 +79,14 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	}
 	cfg.ProfileRuns = r.p.profileRuns
 	r.res.Meta.Policy = cfg.Policy
+	r.schedCfg = cfg
 	d, err := harness.StartDaemon(ctx, cfg, o.DaemonLog)
 	if err != nil {
 		return nil, fmt.Errorf("daemon: %w", err)
 	}
 	r.d = d
 	defer d.Stop()
+	defer r.stopSiblings()
 
 	steps := []struct {
 		name string
@@ -93,6 +102,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		{"busy host (IV a/b pairs with a CPU hog on every core)", r.busyHost},
 		{"sparse HP (every 1.5 s; Poisson arrivals)", r.sparse},
 		{"bursts (HP bursts of back-to-back requests)", r.bursts},
+		{"workloads (CUDA-graph and eager HP, BERT-base and training LP)", r.workloads},
 		{"Fig. 18 (LP JCT vs exclusive by task ratio)", r.ratio},
 		{"sensitivity (device assumptions)", r.sensitivity},
 	}
@@ -178,14 +188,22 @@ func (r *runner) services() []svc {
 	for _, tr := range r.p.overhead {
 		addSvc(hpSvc(tr, 0, 0))
 	}
+	for _, w := range r.p.workloads {
+		addSvc(w.HP)
+		addSvc(w.LP)
+	}
 	return out
 }
 
 // predictAlone predicts every service's JCT alone (intervals, run counts,
 // the estimate).
 func (r *runner) predictAlone() error {
+	dev, err := r.o.Device.Config()
+	if err != nil {
+		return err
+	}
 	for _, s := range r.services() {
-		j, err := aloneJCT(s)
+		j, err := aloneJCT(s, dev)
 		if err != nil {
 			return err
 		}
@@ -224,7 +242,7 @@ func (r *runner) profileAll(ctx context.Context) error {
 // profile, each attempt alone on the daemon (see quiesce).
 func (r *runner) profile(ctx context.Context, env *harness.Env, s svc) error {
 	for attempt := 1; attempt <= 3; attempt++ {
-		r.quiesce()
+		quiesce(r.d)
 		hs := s.live(true, r.d.Addr())
 		hs.Every, hs.Runs = 0, r.p.profileRuns+5*attempt
 		p, err := env.Start(ctx, hs)
@@ -245,12 +263,12 @@ func (r *runner) profile(ctx context.Context, env *harness.Env, s svc) error {
 	return errors.New("no complete profile after 3 attempts")
 }
 
-// quiesce waits (up to half a second) until the daemon has no task: the
+// quiesce waits (up to half a second) until daemon d has no task: the
 // processes of the previous step have exited (the replayer, a Go program,
 // exits without the hook's Goodbye; the daemon notices the exit itself).
-func (r *runner) quiesce() {
+func quiesce(d *harness.Daemon) {
 	deadline := time.Now().Add(500 * time.Millisecond)
-	for len(r.d.Status().Tasks) > 0 && time.Now().Before(deadline) {
+	for len(d.Status().Tasks) > 0 && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
@@ -266,6 +284,9 @@ func (r *runner) env(name string, o harness.Options) (*harness.Env, error) {
 	}, name)
 	o.Bin = r.o.Bin
 	o.Dir = filepath.Join(r.o.WorkDir, strconv.Itoa(r.envs)+"-"+clean)
+	if o.Device == (harness.Device{}) {
+		o.Device = r.o.Device
+	}
 	return harness.New(o)
 }
 

@@ -188,7 +188,7 @@ func (r *runner) ratioTrial(ctx context.Context, env *harness.Env, hpc, lp svc, 
 	h.Runs, h.Warmup = k, 0
 	l := lp
 	l.Runs, l.Warmup = 1, 0
-	r.quiesce()
+	quiesce(r.d)
 	hp, err := env.Start(ctx, h.live(true, r.d.Addr()))
 	if err != nil {
 		return trial{}, err
@@ -219,9 +219,9 @@ func (r *runner) ratioTrial(ctx context.Context, env *harness.Env, hpc, lp svc, 
 	return tr, nil
 }
 
-// sensitivity re-measures the headline pairs on devices with other
-// assumptions: the fifo model, and context-switch costs of 0, 25 and
-// 100 µs. The scheduler keeps its defaults (it assumes 25 µs).
+// sensitivity re-measures the headline pairs on the run's device and on
+// variants of it (plan.variants: no switch cost, the legacy preset, the
+// fifo model). The scheduler keeps its defaults (it assumes 25 µs).
 func (r *runner) sensitivity(ctx context.Context) error {
 	for _, p := range r.p.headline {
 		hp := hpSvc(p.HP, hpInterval(r.alone["bench/hp/"+p.HP]), r.p.hpRuns)
@@ -229,7 +229,7 @@ func (r *runner) sensitivity(ctx context.Context) error {
 		for _, v := range r.p.variants {
 			r.logf(" %s on %s", p.name(), v.Name)
 			sc := Scenario{Section: SecSensitivity, Name: p.name(), Variant: v.Name, HP: hp.spec(), LP: lp.spec()}
-			eo := harness.Options{Model: v.Model, SwitchUs: v.SwitchUs, Timeline: true}
+			eo := harness.Options{Device: v.device(r.o.Device), Timeline: true}
 			err := r.measurePair(ctx, &sc, hp, lp, pairCfg{eo: eo, reps: 1, tag: "sens " + v.Name, sim: true})
 			r.add(sc, err)
 			if err == nil && sc.Derived != nil {

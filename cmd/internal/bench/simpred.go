@@ -2,31 +2,22 @@ package bench
 
 import (
 	"fmt"
-	"time"
 
+	"github.com/fikit/fikit/cmd/internal/harness"
 	"github.com/fikit/fikit/scheduler/sim"
 	"github.com/fikit/fikit/simgpu/devmodel"
 )
-
-// simDevice is simgpu's device as a harness Env configures it.
-func simDevice(model string, switchUs int) devmodel.Config {
-	dev := devmodel.DefaultConfig()
-	if model == "fifo" {
-		dev.Model = devmodel.FIFO
-	}
-	if model != "" || switchUs > 0 {
-		dev.Switch = time.Duration(switchUs) * time.Microsecond
-	}
-	return dev
-}
 
 // predict is the simulator's version of a measured scenario: the same
 // services on the same device model, in the same modes. With hpFirst the HP
 // is the foreground service (it has the run count) and the LP runs
 // alongside until it is done; otherwise the other way round. The LP's JCTs
 // are those of its runs inside the foreground span, as measured.
-func (r *runner) predict(hp, lp svc, model string, switchUs int, hpFirst bool) ([]ModeResult, error) {
-	dev := simDevice(model, switchUs)
+func (r *runner) predict(hp, lp svc, device harness.Device, hpFirst bool) ([]ModeResult, error) {
+	dev, err := device.Config()
+	if err != nil {
+		return nil, err
+	}
 	h, err := r.simSvc(hp, dev)
 	if err != nil {
 		return nil, err
@@ -93,7 +84,7 @@ func (r *runner) simSvc(s svc, dev devmodel.Config) (sim.Service, error) {
 	if err != nil {
 		return ss, err
 	}
-	key := fmt.Sprintf("%s|%d|%d", s.Key, dev.Model, dev.Switch)
+	key := fmt.Sprintf("%s|%+v", s.Key, dev)
 	p, ok := r.simProf[key]
 	if !ok {
 		base := ss

@@ -38,6 +38,11 @@ type Status struct {
 	GPUs      []GPUStatus      `json:"gpus"`
 	Stats     scheduler.Stats  `json:"stats"`
 	Scheduler scheduler.Config `json:"scheduler"`
+	// Tenants is the GPU time accounted to each tenant (the user owning a
+	// task's socket, "remote" when the daemon cannot see it) and its task
+	// keys, over the daemon's lifetimes: the tasks gone and the live ones
+	// (docs/operations.md "Accounting").
+	Tenants []TenantStatus `json:"tenants"`
 }
 
 // TaskStatus is one task in Status.
@@ -57,6 +62,15 @@ type TaskStatus struct {
 	// Verified: the registering pid was shown to own the task's socket, so
 	// only that process's sockets speak for the task (docs/security.md).
 	Verified bool `json:"pid_verified"`
+	// Tenant is whom its GPU time is accounted to; Weight its share among
+	// its equals, Throttled whether it waits for them to catch up, and
+	// VirtualTimeNs its GPU time used / weight as they are compared
+	// (docs/scheduler.md "Equals").
+	Tenant        string `json:"tenant"`
+	Weight        uint32 `json:"weight"`
+	Throttled     bool   `json:"throttled"`
+	VirtualTimeNs int64  `json:"virtual_time_ns"`
+	GPUTime
 	// How its runs arrive (docs/scheduler.md "Arrivals"): the class, the
 	// mean interval between run starts and its CV, and the holder TTL
 	// they give.
@@ -76,6 +90,11 @@ type GPUStatus struct {
 	SwitchSamples  int    `json:"switch_samples"`
 	SwitchLastNs   int64  `json:"switch_last_ns"`
 }
+
+// adminIdleTimeout closes an admin connection idle between requests: a
+// client that keeps connections alive and never reuses them would hold a
+// descriptor and a goroutine of the daemon each, for its lifetime.
+var adminIdleTimeout = 30 * time.Second
 
 func newAdminServer(s *Server, path string) (*adminServer, error) {
 	if c, err := net.DialTimeout("unix", path, 200*time.Millisecond); err == nil {
@@ -105,7 +124,8 @@ func newAdminServer(s *Server, path string) (*adminServer, error) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(s.Status())
 	})
-	srv := &http.Server{Handler: ownerChanges(mux, os.Geteuid()), ReadHeaderTimeout: 5 * time.Second, ConnContext: withPeer}
+	srv := &http.Server{Handler: ownerChanges(mux, os.Geteuid()), ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout: adminIdleTimeout, ConnContext: withPeer}
 	return &adminServer{path: path, ln: ln, srv: srv}, nil
 }
 
@@ -165,15 +185,18 @@ func (s *Server) Status() Status {
 		arr[a.Task] = a
 	}
 	for _, t := range s.core.Tasks() {
-		a := arr[t.ID]
+		a, acc := arr[t.ID], t.Account
 		st.Tasks = append(st.Tasks, TaskStatus{ID: uint32(t.ID), Key: t.Key, PID: t.PID, Priority: t.Priority,
 			GPU: t.GPU, Model: t.Model, Role: t.Role.String(), Phase: t.Phase.String(), Credit: t.Credit,
 			Runs: t.Runs, Waiting: t.Waiting, JCTNs: t.JCTNs, Verified: s.tasks[t.ID] != nil && s.tasks[t.ID].proven,
+			Tenant: acc.Owner, Weight: t.Weight, Throttled: t.Throttled, VirtualTimeNs: t.VirtualNs,
+			GPUTime:  GPUTime{UsedNs: acc.UsedNs, MeasuredNs: acc.MeasuredNs, GrantedNs: acc.GrantedNs},
 			Arrivals: string(a.Class), ArrivalEveryNs: a.IntervalNs, ArrivalCV: a.CV, HolderTTLNs: a.TTLNs})
 	}
 	for _, g := range s.core.Switches() {
 		st.GPUs = append(st.GPUs, GPUStatus{GPU: g.GPU, SwitchCostNs: g.CostNs, SwitchMeasured: g.Measured, MPS: g.MPS,
 			SwitchSamples: g.Samples, SwitchLastNs: g.LastNs})
 	}
+	st.Tenants = tenants(s.usage())
 	return st
 }

@@ -101,6 +101,7 @@ type Server struct {
 	registered [board.GPUs]uint64 // what the board says is registered (publishRegistered)
 	hinted     [board.GPUs]board.Hint
 	hints      []scheduler.BoardHint // reused
+	acct       accounts              // GPU time of the tasks gone (accounts.go)
 }
 
 // taskAddr is where a task's messages go.
@@ -167,6 +168,7 @@ func New(cfg Config) (*Server, error) {
 	if s.policy == nil {
 		s.policy = DefaultPolicy(s.uid)
 	}
+	s.loadAccounts()
 	s.met = newMetrics(s)
 	s.debug = cfg.Logger.Enabled(context.Background(), slog.LevelDebug)
 	wake := func() { _ = conn.SetReadDeadline(time.Unix(1, 0)) }
@@ -252,6 +254,7 @@ func (s *Server) Run(ctx context.Context) error {
 		s.log.Info("board for hooks on this host", "path", s.board.Path())
 		go s.heartbeatBoard(done)
 	}
+	go every(usageSaveEvery, done, s.saveAccounts)
 	err := s.loop(ctx)
 	close(done)
 	s.shutdown()
@@ -372,6 +375,7 @@ func (s *Server) shutdown() {
 	if s.admin != nil {
 		s.admin.close()
 	}
+	s.saveAccounts()
 	s.pers.close()
 	if err := s.Record(nil); err != nil {
 		s.log.Error("decision record", "err", err)
@@ -401,16 +405,23 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 const boardHeartbeat = 100 * time.Millisecond
 
 func (s *Server) heartbeatBoard(done <-chan struct{}) {
-	t := time.NewTicker(boardHeartbeat)
+	every(boardHeartbeat, done, func() {
+		s.mu.Lock()
+		s.board.Heartbeat(monotonic())
+		s.mu.Unlock()
+	})
+}
+
+// every calls f every d until done is closed.
+func every(d time.Duration, done <-chan struct{}, f func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-done:
 			return
 		case <-t.C:
-			s.mu.Lock()
-			s.board.Heartbeat(monotonic())
-			s.mu.Unlock()
+			f()
 		}
 	}
 }

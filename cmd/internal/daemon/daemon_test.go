@@ -84,6 +84,24 @@ func (h *fakeHook) register(key string, prio uint8) *udp.RegisterAck {
 	}
 }
 
+// registerAnswered sends m and waits (2 s at most) for its RegisterAck, and
+// for an Error too if wantError: what the daemon answered.
+func (h *fakeHook) registerAnswered(m *udp.Register, wantError bool) (*udp.RegisterAck, *udp.Error) {
+	h.t.Helper()
+	h.send(m)
+	var ack *udp.RegisterAck
+	var e *udp.Error
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && (ack == nil || wantError && e == nil); {
+		switch m := h.recv(time.Until(deadline)).(type) {
+		case *udp.RegisterAck:
+			ack = m
+		case *udp.Error:
+			e = m
+		}
+	}
+	return ack, e
+}
+
 func startServer(t *testing.T, st store.Store, cfg scheduler.Config, socket string) *Server {
 	t.Helper()
 	return startServerWith(t, Config{Listen: "127.0.0.1:0", Store: st, Scheduler: cfg, AdminSocket: socket})

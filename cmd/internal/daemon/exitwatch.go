@@ -148,6 +148,13 @@ func (w *exitWatcher) forget(id scheduler.TaskID) (exited bool) {
 	return exited
 }
 
+// size is how many processes are watched.
+func (w *exitWatcher) size() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.watched)
+}
+
 // takeExited returns the tasks whose processes ended since the last call.
 func (w *exitWatcher) takeExited() []exitedTask {
 	w.mu.Lock()

@@ -234,7 +234,7 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 		return
 	}
 	uid, known := peerUID(src, s.Addr())
-	prio, demoted := s.authorize(m, src, uid, known)
+	prio, weight, demoted := s.authorize(m, src, uid, known)
 	key := s.profileKey(m.TaskKey, uid, known)
 	prof := s.lookupProfile(model, key, src)
 	s.replaceOlder(src, gpu, now)
@@ -247,14 +247,14 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 	// A demoted hook would note its launches on the board at the level it
 	// claimed, so it is not given the board: it is gated by UDP alone.
 	section := -1
-	if demoted == "" {
+	if prio == m.Priority {
 		section = s.boardSection(src, m.DeviceUUID)
 	}
 	s.tasks[id] = &taskAddr{ctrl: src, gpu: gpu, model: model, key: key, reqs: map[uint32]netip.AddrPort{}, regSeq: m.Seq,
 		watched: local, pid: m.PID, local: src.Addr().IsLoopback(), boardGPU: section, prio: prio,
 		token: newToken(m.HookFlags)}
-	if !s.step(scheduler.TaskRegistered{Now: now, Task: id, Key: key, PID: m.PID, Priority: prio,
-		GPU: gpu, Model: model, Profile: prof, Local: local}, src) {
+	if !s.step(scheduler.TaskRegistered{Now: now, Task: id, Key: key, PID: m.PID, Priority: prio, Weight: weight,
+		Owner: tenantOf(uid, known), GPU: gpu, Model: model, Profile: prof, Local: local}, src) {
 		delete(s.tasks, id)
 		s.replyError(src, udp.CodeInvalidValue, 0, "registration rejected")
 		return
@@ -270,7 +270,7 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 		phase = "sharing"
 	}
 	s.srcLog.logAt(src, slog.LevelInfo, "task registered", "task", id, "key", key, "pid", m.PID, "priority", prio,
-		"gpu", model, "phase", phase)
+		"weight", weight, "gpu", model, "phase", phase)
 	s.exits.watch(id, m.PID, src)
 }
 
@@ -408,6 +408,7 @@ func (s *Server) flush() {
 	for _, kt := range r.KernelTimes {
 		s.sendKernelTimes(kt)
 	}
+	s.closeAccounts(r.Accounts)
 	for _, id := range r.Dropped {
 		exited := s.exits.forget(id)
 		if ta := s.tasks[id]; ta != nil {
@@ -573,22 +574,46 @@ func (s *Server) wireGate(ta *taskAddr, g scheduler.Gate) udp.Gate {
 	return w
 }
 
-// authorize applies the priority policy to a Register: the priority the
-// task gets, and, when that is worse than it claimed, what to tell its hook.
-func (s *Server) authorize(m *udp.Register, src netip.AddrPort, uid uint32, known bool) (uint8, string) {
+// authorize applies the priority policy to a Register: the priority and
+// weight the task gets, and, when either is less than it claimed, what to
+// tell its hook.
+func (s *Server) authorize(m *udp.Register, src netip.AddrPort, uid uint32, known bool) (uint8, uint32, string) {
 	best, rule := s.policy.Allowed(uid, known, m.TaskKey)
-	if m.Priority >= best {
-		return m.Priority, ""
+	prio, weight := max(m.Priority, best), min(max(m.Weight, udp.DefaultWeight), rule.maxWeight())
+	if prio == m.Priority && weight == max(m.Weight, udp.DefaultWeight) {
+		return prio, weight, ""
 	}
 	who := "a hook whose user the daemon cannot see"
 	if known {
 		who = fmt.Sprintf("uid %d", uid)
 	}
-	msg := fmt.Sprintf("priority %d is not allowed for %s (policy: %s); registered at %d", m.Priority, who, rule.Spell, best)
-	s.met.demoted.Inc()
-	s.srcLog.logAt(src, slog.LevelWarn, "priority claim above the policy's: registered lower", "key", m.TaskKey,
-		"claimed", m.Priority, "priority", best, "uid", uid, "uid_known", known, "rule", rule.Spell)
-	return best, msg
+	var msg string
+	if prio != m.Priority {
+		msg = fmt.Sprintf("priority %d is not allowed for %s (policy: %s); registered at %d", m.Priority, who, rule.Spell, best)
+		s.met.demoted.Inc()
+		s.srcLog.logAt(src, slog.LevelWarn, "priority claim above the policy's: registered lower", "key", m.TaskKey,
+			"claimed", m.Priority, "priority", best, "uid", uid, "uid_known", known, "rule", rule.Spell)
+	}
+	if weight != max(m.Weight, udp.DefaultWeight) {
+		if msg != "" {
+			msg += "; "
+		}
+		msg += fmt.Sprintf("weight %d is not allowed for %s (policy: %s); registered with %d", m.Weight, who, rule.Spell, weight)
+		s.met.weightDemoted.Inc()
+		s.srcLog.logAt(src, slog.LevelWarn, "weight claim above the policy's: registered lower", "key", m.TaskKey,
+			"claimed", m.Weight, "weight", weight, "uid", uid, "uid_known", known, "rule", rule.Spell)
+	}
+	return prio, weight, msg
+}
+
+// tenantOf is whom a task's GPU time is accounted to: the user that owns
+// its registering socket (uid:N), or "remote" for a hook whose user the
+// daemon cannot see (another host or network namespace).
+func tenantOf(uid uint32, known bool) string {
+	if !known {
+		return "remote"
+	}
+	return fmt.Sprintf("uid:%d", uid)
 }
 
 // profileKey is the key a task's profile is kept under: its task key for

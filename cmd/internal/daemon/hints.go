@@ -53,7 +53,7 @@ func (s *Server) publishHints() {
 		if !ok {
 			continue
 		}
-		bh := board.Hint{SwitchNs: uint64(max(h.SwitchNs, 0)), Resume: h.Resume, ResumePrio: uint32(h.ResumePrio)}
+		bh := board.Hint{SwitchNs: uint64(max(h.SwitchNs, 0)), Resume: h.Resume, ResumeTask: uint32(h.ResumeTask)}
 		switch {
 		case h.NextNs == scheduler.NoneExpected:
 			bh.NextNs = board.NoneExpected

@@ -13,7 +13,8 @@ import (
 
 // TestKernelTimesCalibrationHints: a hook on the daemon's host gets its
 // task's kernel durations and bound after its RegisterAck (KernelTimes);
-// the board carries each GPU's hints (the switch assumed, who may resume);
+// the board carries each GPU's hints (the switch assumed, which waiter may
+// resume);
 // when a holder's gap opens with a waiter wanting the GPU the daemon asks
 // the waiter's hook to calibrate the switch, and its answer becomes the
 // GPU's estimate — in status, and on the board.
@@ -32,7 +33,7 @@ func TestKernelTimesCalibrationHints(t *testing.T) {
 	la := lp.register("lp", 5)
 	recvType[*udp.KernelTimes](t, lp, 5*time.Second)
 
-	section := func() (next, sw uint64, prio, flags uint32) {
+	section := func() (next, sw uint64, task, flags uint32) {
 		raw, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
@@ -42,9 +43,9 @@ func TestKernelTimesCalibrationHints(t *testing.T) {
 		return le.Uint64(raw[o+184:]), le.Uint64(raw[o+192:]), le.Uint32(raw[o+200:]), le.Uint32(raw[o+204:])
 	}
 	// A measurement is due: no waiter may resume until it is made.
-	if _, sw, prio, flags := section(); sw != uint64(cfg.SwitchCostPrior) || prio != 5 || flags != 0 {
-		t.Fatalf("board: switch %d, resume priority %d, flags %d; want the prior %d, 5, resume off", sw, prio, flags,
-			cfg.SwitchCostPrior)
+	if _, sw, task, flags := section(); sw != uint64(cfg.SwitchCostPrior) || task != la.TaskID || flags != 0 {
+		t.Fatalf("board: switch %d, resume task %d, flags %d; want the prior %d, %d, resume off", sw, task, flags,
+			cfg.SwitchCostPrior, la.TaskID)
 	}
 
 	// Kernel 7's 20 ms gap: a window; the waiter is asked to calibrate.

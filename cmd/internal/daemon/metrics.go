@@ -21,6 +21,7 @@ type metrics struct {
 	// unauthenticated: datagrams from other hosts without a valid MAC.
 	unauthenticated prometheus.Counter
 	demoted         prometheus.Counter
+	weightDemoted   prometheus.Counter
 	// byType caches the vectors' counters per message type: a label lookup
 	// per datagram would be on every grant's path.
 	receivedBy, sentBy [256]prometheus.Counter
@@ -54,6 +55,9 @@ func newMetrics(s *Server) *metrics {
 		demoted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fikit_priority_demotions_total", Help: "Registrations that claimed a better priority than the policy allows them, registered lower.",
 		}),
+		weightDemoted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fikit_weight_demotions_total", Help: "Registrations that claimed a larger weight than the policy allows them, registered with less.",
+		}),
 		boardAnswers: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fikit_board_answers_total", Help: "Grants and holds given in a waiter's board slot (a futex wake) instead of a datagram.",
 		}),
@@ -74,7 +78,12 @@ func newMetrics(s *Server) *metrics {
 	persisted := func(f func(persistStats) float64) func() float64 {
 		return func() float64 { return f(s.pers.stats()) }
 	}
-	m.reg.MustRegister(m.received, m.sent, m.decodeErrors, m.forged, m.demoted, m.unauthenticated, m.boardAnswers,
+	m.reg.MustRegister(m.received, m.sent, m.decodeErrors, m.forged, m.demoted, m.weightDemoted, m.unauthenticated, m.boardAnswers,
+		newUsageCollector(s),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_fair_turns_total", Help: "Turns among waiting tasks of one priority that passed to another task (each a context switch between them)."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.FairTurns) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_fair_throttles_total", Help: "Holders that ran the fair lag ahead of their equals and waited for them."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.FairThrottles) })),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fikit_tasks", Help: "Registered tasks."},
 			stat(func(st scheduler.Stats) float64 { return float64(st.Tasks) })),
@@ -117,12 +126,38 @@ func newMetrics(s *Server) *metrics {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_board_resumes_total", Help: "Queued launches that went on the board's word, the better priorities between runs (--board-resume)."},
 			stat(func(st scheduler.Stats) float64 { return float64(st.BoardResumes) })),
 		switchCost{s},
+		// What the daemon holds per task or per client, for leak hunting
+		// (`make soak` watches them stay flat while services come and go).
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fikit_board_slots_in_use", Help: "Board waiter slots owned by a task."},
+			locked(s, func() float64 { return float64(s.board.SlotsInUse()) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fikit_task_records", Help: "Tasks the daemon keeps addresses for (should equal fikit_tasks)."},
+			locked(s, func() float64 { return float64(len(s.tasks)) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fikit_exit_watches", Help: "Hooked processes watched through a pidfd."},
+			func() float64 { return float64(s.exits.size()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fikit_log_sources", Help: "Datagram sources the log rate limiter remembers (bounded)."},
+			locked(s, func() float64 { return float64(len(s.srcLog.sources)) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fikit_store_bytes", Help: "Size of the profile store's files, as the store last computed it (0: not known)."},
+			func() float64 {
+				if sz, ok := s.cfg.Store.(interface{ SizeBytes() int64 }); ok {
+					return float64(sz.SizeBytes())
+				}
+				return 0
+			}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_profiling_runs_total", Help: "Profiling runs committed."},
 			stat(func(st scheduler.Stats) float64 { return float64(st.RunsCommitted) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_profiling_runs_discarded_total", Help: "Profiling runs discarded (overlapped or incomplete)."},
 			stat(func(st scheduler.Stats) float64 { return float64(st.RunsDiscarded) })),
 	)
 	return m
+}
+
+// locked reads f under the server's lock.
+func locked(s *Server, f func() float64) func() float64 {
+	return func() float64 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return f()
+	}
 }
 
 // Metrics returns the daemon's Prometheus registry.

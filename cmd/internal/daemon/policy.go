@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fikit/fikit/udp"
 )
 
 // A PriorityPolicy says which registrations may claim which priorities
@@ -20,19 +22,23 @@ import (
 // matches a registration decides. A claim better than allowed is registered
 // at the allowed priority, and the hook is told so.
 //
+// The same rule bounds the weight a registration may claim among its equals
+// (docs/scheduler.md "Equals"): an optional max-weight=N, 1 without it. A
+// weight above it is registered at it.
+//
 // File format, one rule per line, '#' starts a comment:
 //
-//	uid:1000        3    # a local user, by uid
-//	user:alice      0    # … or by name (looked up when the file is read)
-//	group:inference 1    # users in a group (primary or supplementary), by name
-//	gid:2000        1    # … or by gid
-//	key:batch-*     7    # a task key, as a path.Match pattern
-//	remote          5    # any hook whose uid the daemon cannot see
-//	*               5    # everyone else
+//	uid:1000        3 max-weight=4  # a local user, by uid
+//	user:alice      0               # … or by name (looked up when the file is read)
+//	group:inference 1 max-weight=10 # users in a group (primary or supplementary), by name
+//	gid:2000        1               # … or by gid
+//	key:batch-*     7               # a task key, as a path.Match pattern
+//	remote          5               # any hook whose uid the daemon cannot see
+//	*               5               # everyone else
 //
 // Without a file the policy is DefaultPolicy: the daemon's own user and root
-// may claim any priority (as before there was a policy), everyone else at
-// best 5, the hook's default.
+// may claim any priority and weight (as before there was a policy),
+// everyone else at best 5 and weight 1, the hook's defaults.
 type PriorityPolicy struct {
 	Rules []PolicyRule
 	// groupsOf gives the groups of a uid's user (nil: the system's, read
@@ -52,13 +58,16 @@ const groupsTTL = time.Minute
 
 // PolicyRule is one line of a PriorityPolicy.
 type PolicyRule struct {
-	Kind  string // "uid", "gid", "key", "remote" or "*"
-	UID   uint32 // Kind uid
-	GID   uint32 // Kind gid
-	Key   string // Kind key: a path.Match pattern
-	Best  uint8  // the best priority allowed, 0–9
-	Line  int    // in the file (0: built in)
-	Spell string // as written, for the log
+	Kind string // "uid", "gid", "key", "remote" or "*"
+	UID  uint32 // Kind uid
+	GID  uint32 // Kind gid
+	Key  string // Kind key: a path.Match pattern
+	Best uint8  // the best priority allowed, 0–9
+	// MaxWeight is the largest weight allowed, 1–udp.MaxWeight (0 in a
+	// rule made by hand: udp.DefaultWeight).
+	MaxWeight uint32
+	Line      int    // in the file (0: built in)
+	Spell     string // as written, for the log
 }
 
 // ErrPolicy is a malformed policy file.
@@ -66,11 +75,12 @@ var ErrPolicy = errors.New("priority policy")
 
 // DefaultPolicy is the policy without a file, for a daemon running as uid.
 func DefaultPolicy(uid uint32) *PriorityPolicy {
-	rules := []PolicyRule{{Kind: "uid", UID: uid, Best: 0, Spell: fmt.Sprintf("uid:%d 0", uid)}}
+	anyWeight := fmt.Sprintf(" max-weight=%d", udp.MaxWeight)
+	rules := []PolicyRule{{Kind: "uid", UID: uid, Best: 0, MaxWeight: udp.MaxWeight, Spell: fmt.Sprintf("uid:%d 0", uid) + anyWeight}}
 	if uid != 0 {
-		rules = append(rules, PolicyRule{Kind: "uid", UID: 0, Best: 0, Spell: "uid:0 0"})
+		rules = append(rules, PolicyRule{Kind: "uid", UID: 0, Best: 0, MaxWeight: udp.MaxWeight, Spell: "uid:0 0" + anyWeight})
 	}
-	rules = append(rules, PolicyRule{Kind: "*", Best: 5, Spell: "* 5"})
+	rules = append(rules, PolicyRule{Kind: "*", Best: 5, MaxWeight: udp.DefaultWeight, Spell: "* 5"})
 	return &PriorityPolicy{Rules: rules}
 }
 
@@ -98,14 +108,22 @@ func ParsePolicy(r io.Reader) (*PriorityPolicy, error) {
 		if len(fs) == 0 {
 			continue
 		}
-		if len(fs) != 2 {
-			return nil, fmt.Errorf("%w: line %d: want \"<who> <best priority>\", got %q", ErrPolicy, n, strings.TrimSpace(line))
+		if len(fs) != 2 && len(fs) != 3 {
+			return nil, fmt.Errorf("%w: line %d: want \"<who> <best priority> [max-weight=N]\", got %q", ErrPolicy, n, strings.TrimSpace(line))
 		}
 		best, err := strconv.ParseUint(fs[1], 10, 8)
 		if err != nil || best > 9 {
 			return nil, fmt.Errorf("%w: line %d: priority %q is not 0–9", ErrPolicy, n, fs[1])
 		}
-		rule := PolicyRule{Best: uint8(best), Line: n, Spell: fs[0] + " " + fs[1]}
+		rule := PolicyRule{Best: uint8(best), MaxWeight: udp.DefaultWeight, Line: n, Spell: strings.Join(fs, " ")}
+		if len(fs) == 3 {
+			v, ok := strings.CutPrefix(fs[2], "max-weight=")
+			w, err := strconv.ParseUint(v, 10, 32)
+			if !ok || err != nil || w < 1 || w > udp.MaxWeight {
+				return nil, fmt.Errorf("%w: line %d: %q is not max-weight=N with N 1–%d", ErrPolicy, n, fs[2], udp.MaxWeight)
+			}
+			rule.MaxWeight = uint32(w)
+		}
 		kind, arg, _ := strings.Cut(fs[0], ":")
 		switch {
 		case fs[0] == "*" || fs[0] == "remote":
@@ -190,6 +208,17 @@ func (p *PriorityPolicy) Allowed(uid uint32, known bool, key string) (uint8, *Po
 		return r.Best, r
 	}
 	return 0, nil
+}
+
+// maxWeight is the largest weight r allows (nil: no rule matched, any).
+func (r *PolicyRule) maxWeight() uint32 {
+	switch {
+	case r == nil:
+		return udp.MaxWeight
+	case r.MaxWeight == 0:
+		return udp.DefaultWeight
+	}
+	return r.MaxWeight
 }
 
 // groupsOfUID is the groups of uid's user, cached for groupsTTL (none for

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/store"
@@ -159,18 +158,8 @@ func TestPriorityPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := startServerWith(t, Config{Listen: "127.0.0.1:0", Store: store.NewMemory(), Scheduler: scheduler.DefaultConfig(), Policy: p})
-		h := newFakeHook(t, s)
-		h.send(&udp.Register{Seq: 1, TaskKey: "svc", PID: 1, Priority: 0, DeviceUUID: [16]byte{1}, DeviceName: "g"})
-		var ack *udp.RegisterAck
-		var e *udp.Error
-		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline) && (ack == nil || (c.want > 0 && e == nil)); {
-			switch m := h.recv(time.Until(deadline)).(type) {
-			case *udp.RegisterAck:
-				ack = m
-			case *udp.Error:
-				e = m
-			}
-		}
+		ack, e := newFakeHook(t, s).registerAnswered(&udp.Register{Seq: 1, TaskKey: "svc", PID: 1, Priority: 0,
+			DeviceUUID: [16]byte{1}, DeviceName: "g"}, c.want > 0)
 		if ack == nil {
 			t.Fatalf("%q: no ack", c.policy)
 		}

@@ -220,6 +220,10 @@ func checkNsFields(t *testing.T, typ reflect.Type, path string) {
 			continue
 		}
 		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if key == "" && f.Anonymous && f.Type.Kind() == reflect.Struct {
+			checkNsFields(t, f.Type, path) // embedded: its fields are the parent's keys
+			continue
+		}
 		if key == "" || key == "-" {
 			if key == "" {
 				t.Errorf("%s.%s: no json tag (the Go name would be the key)", path, f.Name)

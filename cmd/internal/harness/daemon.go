@@ -28,6 +28,21 @@ type Daemon struct {
 // directory of its own (hooks started with FIKIT_BOARD=off ignore it).
 // Logs go to logw (nil: discarded).
 func StartDaemon(ctx context.Context, cfg scheduler.Config, logw io.Writer) (*Daemon, error) {
+	return startDaemon(ctx, cfg, logw, newKeepStore())
+}
+
+// Sibling starts another daemon with other settings that shares d's
+// profiles (the same store): a scheduler variant measured beside d on
+// services d profiled.
+func (d *Daemon) Sibling(ctx context.Context, cfg scheduler.Config, logw io.Writer) (*Daemon, error) {
+	k, ok := d.st.(*keepStore)
+	if !ok {
+		return nil, fmt.Errorf("harness: daemon's store cannot be shared")
+	}
+	return startDaemon(ctx, cfg, logw, k)
+}
+
+func startDaemon(ctx context.Context, cfg scheduler.Config, logw io.Writer, st *keepStore) (*Daemon, error) {
 	var log *slog.Logger
 	if logw != nil {
 		log = slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -36,7 +51,6 @@ func StartDaemon(ctx context.Context, cfg scheduler.Config, logw io.Writer) (*Da
 	if err != nil {
 		return nil, err
 	}
-	st := newKeepStore()
 	srv, err := daemon.New(daemon.Config{Listen: "127.0.0.1:0", Store: st, Scheduler: cfg, Logger: log,
 		Board: filepath.Join(dir, "board")})
 	if err != nil {

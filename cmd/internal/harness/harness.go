@@ -29,10 +29,9 @@ type Options struct {
 	Bin string
 	// Dir is a scratch directory the Env owns.
 	Dir string
-	// Device model of simgpu ("timeslice" or "fifo"; "" = simgpu's default)
-	// and its parameters in µs (0 = simgpu's default).
-	Model                       string
-	SwitchUs, SliceUs, LaunchUs int
+	// Device is the simulated GPU: a preset and single parameters
+	// overriding it (the zero value: simgpu's default preset).
+	Device Device
 	// Timeline records every executed kernel segment (simgpu ground truth).
 	Timeline bool
 	// GPU replays on the CUDA driver the loader finds (a real GPU) instead
@@ -54,6 +53,8 @@ func New(opt Options) (*Env, error) {
 	need := []string{"fikit", "fikit-replay", "libfikit_hook.so", "simgpu/libcuda.so.1"}
 	if opt.GPU {
 		need, opt.Timeline = need[:3], false
+	} else if _, err := opt.Device.Config(); err != nil {
+		return nil, fmt.Errorf("harness: %w", err)
 	}
 	for _, f := range need {
 		if _, err := os.Stat(filepath.Join(opt.Bin, f)); err != nil {
@@ -83,6 +84,9 @@ func (e *Env) Close() error {
 	return err
 }
 
+// Device is the simulated GPU this Env's processes share.
+func (e *Env) Device() Device { return e.opt.Device }
+
 // TimelinePath is the simgpu timeline file ("" when not recorded).
 func (e *Env) TimelinePath() string { return e.timeline }
 
@@ -111,18 +115,7 @@ func (e *Env) environ() []string {
 		"FIKIT_SIMGPU_SHM="+e.shm,
 		"FIKIT_LOG=warn",
 	)
-	if e.opt.Model != "" {
-		env = append(env, "FIKIT_SIMGPU_MODEL="+e.opt.Model)
-	}
-	if e.opt.SwitchUs > 0 || e.opt.Model != "" {
-		env = append(env, "FIKIT_SIMGPU_SWITCH_US="+strconv.Itoa(e.opt.SwitchUs))
-	}
-	if e.opt.SliceUs > 0 {
-		env = append(env, "FIKIT_SIMGPU_TIMESLICE_US="+strconv.Itoa(e.opt.SliceUs))
-	}
-	if e.opt.LaunchUs > 0 {
-		env = append(env, "FIKIT_SIMGPU_LAUNCH_US="+strconv.Itoa(e.opt.LaunchUs))
-	}
+	env = append(env, e.opt.Device.environ()...)
 	if e.timeline != "" {
 		env = append(env, "FIKIT_SIMGPU_TIMELINE="+e.timeline)
 	}
@@ -135,7 +128,7 @@ type Service struct {
 	Trace   string // file path or embedded trace name
 	Runs    int
 	Warmup  int
-	CPUNs   int64         // host time before each launch
+	CPUNs   int64         // host time before each launch; < 0: the trace's own
 	PreNs   int64         // host pre-processing per run (part of the JCT)
 	PostNs  int64         // host post-processing per run (not part of the JCT)
 	Every   time.Duration // open-loop arrival interval (0: closed loop)
@@ -176,8 +169,10 @@ type Proc struct {
 
 // Start launches a replay of svc on this Env's device.
 func (e *Env) Start(ctx context.Context, svc Service) (*Proc, error) {
-	args := []string{"--trace", svc.Trace, "--runs", strconv.Itoa(svc.Runs), "--json", "--quiet",
-		"--cpu-ns", strconv.FormatInt(svc.CPUNs, 10)}
+	args := []string{"--trace", svc.Trace, "--runs", strconv.Itoa(svc.Runs), "--json", "--quiet"}
+	if svc.CPUNs >= 0 {
+		args = append(args, "--cpu-ns", strconv.FormatInt(svc.CPUNs, 10))
+	}
 	if svc.Warmup > 0 {
 		args = append(args, "--warmup", strconv.Itoa(svc.Warmup))
 	}

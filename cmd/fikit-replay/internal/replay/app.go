@@ -23,8 +23,8 @@ type OpenFunc func(ordinal int) (Device, error)
 const DefaultCPUNs = 5000
 
 // DefaultLatencyNs is the launch latency assumed for the analytic JCT in the
-// human summary (simgpu's default).
-const DefaultLatencyNs = 4000
+// human summary (simgpu's default preset, h200: docs/simgpu.md).
+const DefaultLatencyNs = 5000
 
 func usagef(format string, a ...any) error {
 	return fmt.Errorf("%w: %s (see 'fikit-replay --help')", ErrUsage, fmt.Sprintf(format, a...))
@@ -40,9 +40,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, open Open
 	app := &cli.App{
 		Name:  "fikit-replay",
 		Usage: "replay a kernel trace on a CUDA device (real, or simgpu's libcuda.so.1)",
-		UsageText: "fikit-replay --trace FILE --runs N [--warmup N] [--cpu-ns NS] [--interval DUR [--burst N] | --poisson RATE] [--json]\n" +
+		UsageText: "fikit-replay --trace FILE --runs N [--warmup N] [--cpu-ns NS] [--interval DUR [--burst N] | --poisson RATE] [--graph] [--footprint-mb MB] [--json]\n" +
 			"fikit-replay gen --seed S [options] --out FILE\n" +
-			"fikit-replay ptx --trace FILE",
+			"fikit-replay ptx --trace FILE\n" +
+			"fikit-replay convert --torch-profile FILE [--run N] --out FILE",
 		Description: "FILE is an Orion kernel CSV or a fikit trace (docs/trace-format.md), or the name of an\n" +
 			"embedded trace: " + strings.Join(trace.EmbeddedNames(), ", ") + ".\n" +
 			"Exit status: 0 success, 2 usage error, 1 any other error.",
@@ -58,7 +59,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, open Open
 			}
 			return replayAction(c, stderr, open)
 		},
-		Commands: []*cli.Command{genCommand(), ptxCommand()},
+		Commands: []*cli.Command{genCommand(), ptxCommand(), convertCommand(stderr)},
 	}
 	return app.RunContext(ctx, args)
 }
@@ -76,6 +77,8 @@ func replayFlags() []cli.Flag {
 		&cli.IntFlag{Name: "burst", Usage: "with --interval: runs come in bursts of `N` back to back (each when the previous is done), the host idling --interval after each burst"},
 		&cli.Float64Flag{Name: "poisson", Usage: "open loop: Poisson arrivals at `RATE` runs per second"},
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the Poisson arrivals"},
+		&cli.BoolFlag{Name: "graph", Usage: "CUDA graph mode: capture the run's kernels into a graph once, then launch the graph once per run (per-launch host times do not apply; --pre-ns does)"},
+		&cli.Uint64Flag{Name: "footprint-mb", Usage: "reserve `MB` of device memory for the replay and write it once: a framework's footprint on the GPU"},
 		&cli.BoolFlag{Name: "json", Usage: "one JSON line per run and a final summary line"},
 		&cli.IntFlag{Name: "device", Usage: "CUDA device ordinal"},
 		&cli.Int64Flag{Name: "latency-ns", Value: DefaultLatencyNs, Usage: "launch latency in `NS` for the analytic JCT in the human summary"},
@@ -92,7 +95,14 @@ func checkNs(c *cli.Context, name string) (int64, error) {
 }
 
 func replayConfig(c *cli.Context) (Config, error) {
-	cfg := Config{Name: c.String("trace"), Runs: c.Int("runs"), Warmup: c.Int("warmup"), JSON: c.Bool("json")}
+	cfg := Config{Name: c.String("trace"), Runs: c.Int("runs"), Warmup: c.Int("warmup"), JSON: c.Bool("json"),
+		Graph: c.Bool("graph")}
+	if mb := c.Uint64("footprint-mb"); mb > 0 {
+		if mb > 1<<24 {
+			return cfg, usagef("--footprint-mb %d is more than 16 TB", mb)
+		}
+		cfg.FootprintBytes = mb << 20
+	}
 	if cfg.Name == "" {
 		return cfg, usagef("--trace is required")
 	}
@@ -144,12 +154,15 @@ func replayAction(c *cli.Context, stderr io.Writer, open OpenFunc) error {
 		return err
 	}
 	t := cfg.Trace
-	host := "trace's own host time"
+	host := "trace's own host time per launch"
 	if cfg.CPUNs >= 0 {
-		host = fmt.Sprintf("%d ns host time", cfg.CPUNs)
+		host = fmt.Sprintf("%d ns host time per launch", cfg.CPUNs)
+	}
+	if cfg.Graph {
+		host = "one CUDA graph launch per run"
 	}
 	if !c.Bool("quiet") {
-		fmt.Fprintf(stderr, "fikit-replay: %s: %d kernels (%d distinct), %s per launch; %d runs (+%d warmup), %s\n",
+		fmt.Fprintf(stderr, "fikit-replay: %s: %d kernels (%d distinct), %s; %d runs (+%d warmup), %s\n",
 			cfg.Name, len(t.Kernels), len(t.Names()), host, cfg.Runs, cfg.Warmup, cfg.Arrivals)
 	}
 	// A CUDA context is current per OS thread: every device call of this
@@ -191,7 +204,11 @@ func printSummary(w io.Writer, cfg Config, jcts []int64, totals *DeviceTotals, l
 			Device  *DeviceTotals `json:"device,omitempty"`
 		}{s, os.Getpid(), totals})
 	}
-	a := trace.AnalyticJCT(cfg.Trace, cfg.CPUNs, latencyNs)
+	cpu := cfg.CPUNs
+	if cfg.Graph {
+		cpu = 0 // every kernel is on the device when the graph is launched
+	}
+	a := trace.AnalyticJCT(cfg.Trace, cpu, latencyNs)
 	ms := func(ns int64) string { return fmt.Sprintf("%.3f ms", float64(ns)/1e6) }
 	_, err := fmt.Fprintf(w, "%s: %d runs  JCT p50 %s  p90 %s  p99 %s  mean %s  cv %.2f%%\n"+
 		"analytic JCT alone on a fifo device (launch latency %d ns): %s (p50 %+.2f%%)\n",
@@ -278,4 +295,51 @@ func writeOut(out string, stdout io.Writer, write func(io.Writer) error) error {
 		return fmt.Errorf("close output: %w", err)
 	}
 	return nil
+}
+
+func convertCommand(stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:  "convert",
+		Usage: "turn a torch.profiler trace (Chrome trace JSON, CUPTI kernels) into a replay trace",
+		UsageText: "fikit-replay convert --torch-profile FILE [--run N] [--out FILE]\n\n" +
+			"The profile's runs are the spans its \"" + trace.RunAnnotation + " N\" annotations mark (tests/gpu/torch_service.py\n" +
+			"--trace-dir records them); one run's kernels, in launch order, with their GPU durations, geometry and the\n" +
+			"host time before each launch, become the trace (a CUDA graph run: replay it with --graph).",
+		OnUsageError: onUsageError,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "torch-profile", Usage: "torch.profiler trace `FILE` (export_chrome_trace)"},
+			&cli.IntFlag{Name: "run", Value: -1, Usage: "the run to take (its annotation's N); -1: the typical one (the most common kernel count, median device time)"},
+			&cli.StringFlag{Name: "out", Value: "-", Usage: "output file, - for standard output"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return usagef("unexpected argument %q", c.Args().First())
+			}
+			in := c.String("torch-profile")
+			if in == "" {
+				return usagef("--torch-profile is required")
+			}
+			f, err := os.Open(in)
+			if err != nil {
+				return fmt.Errorf("open profile: %w", err)
+			}
+			p, err := trace.ReadTorchProfile(f, in)
+			f.Close()
+			if err != nil {
+				return err
+			}
+			t, run, err := p.Trace(c.Int("run"))
+			if err != nil {
+				return err
+			}
+			kind := "eager"
+			if run.Graph {
+				kind = "CUDA graph (replay with --graph)"
+			}
+			fmt.Fprintf(stderr, "fikit-replay: %s: %d runs; run %d: %d kernels, %.3f ms of device time, %s; "+
+				"left out: %d kernels outside runs, %d without their launch, %d copies or memsets\n",
+				in, len(p.Runs), run.Index, len(t.Kernels), float64(run.DeviceTimeNs)/1e6, kind, p.Outside, p.Unlaunched, p.Copies)
+			return writeOut(c.String("out"), c.App.Writer, func(w io.Writer) error { return trace.Write(w, t) })
+		},
+	}
 }

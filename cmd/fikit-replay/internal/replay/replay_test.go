@@ -33,6 +33,10 @@ type fakeDevice struct {
 	failLoad    bool
 	cancelAfter int // call cancel after this many launches, 0 never
 	cancel      context.CancelFunc
+	// graph mode and footprint
+	graph                   []GraphLaunch
+	captures, graphLaunches int
+	reserved                uint64
 }
 
 type fakeLaunch struct {
@@ -64,7 +68,29 @@ func (f *fakeDevice) Launch(fn int, grid, block [3]uint32, durNs uint64) error {
 }
 
 func (f *fakeDevice) Synchronize() error { spinUntil(f.busyUntil); f.syncs++; return nil }
-func (f *fakeDevice) Close() error       { f.closed = true; return nil }
+
+// CaptureGraph and LaunchGraph: a launched graph's kernels arrive together.
+func (f *fakeDevice) CaptureGraph(ls []GraphLaunch) error {
+	f.captures++
+	f.graph = append([]GraphLaunch(nil), ls...)
+	return nil
+}
+
+func (f *fakeDevice) LaunchGraph() error {
+	now := MonoNs()
+	f.graphLaunches++
+	for _, l := range f.graph {
+		f.busyUntil = max(now+f.latencyNs, f.busyUntil) + int64(l.DurationNs)
+	}
+	return nil
+}
+
+func (f *fakeDevice) Reserve(bytes uint64) error { f.reserved += bytes; return nil }
+
+// plainDevice is a Device that can neither capture graphs nor reserve memory.
+type plainDevice struct{ Device }
+
+func (f *fakeDevice) Close() error { f.closed = true; return nil }
 
 func runFake(t *testing.T, dev *fakeDevice, args ...string) (string, error) {
 	t.Helper()
@@ -188,6 +214,49 @@ func replayAgainstAnalytic(t *testing.T, name string, cpuNs int64) string {
 		late += fmt.Sprintf("p50 %d ns, analytic %d ns", p50, want)
 	}
 	return late
+}
+
+// TestReplayGraph: --graph captures one run's kernels once, in order, and
+// each run is one graph launch and one synchronisation; a run takes the
+// kernels' device time, not their host times; --footprint-mb reserves the
+// memory once; a device that can do neither refuses.
+func TestReplayGraph(t *testing.T) {
+	dev := &fakeDevice{latencyNs: 4000}
+	name := "h100/resnet50_4_fwd"
+	out, err := runFake(t, dev, "--trace", name, "--runs", "4", "--warmup", "1", "--graph", "--footprint-mb", "3",
+		"--cpu-ns", "50000", "--json", "-q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _ := trace.Embedded(name)
+	if dev.captures != 1 || len(dev.graph) != len(tr.Kernels) || dev.graphLaunches != 5 || dev.syncs != 5 ||
+		len(dev.launches) != 0 || dev.reserved != 3<<20 {
+		t.Fatalf("captures %d of %d kernels, %d graph launches, %d syncs, %d single launches, %d bytes reserved",
+			dev.captures, len(dev.graph), dev.graphLaunches, dev.syncs, len(dev.launches), dev.reserved)
+	}
+	for i, l := range dev.graph {
+		k := tr.Kernels[i]
+		if dev.entries[l.Fn] != kernelid.ReplayEntryName(k.Name) || l.DurationNs != uint64(k.DurationNs) ||
+			l.Grid != k.Grid || l.Block != k.Block {
+			t.Fatalf("graph kernel %d = %+v, trace %+v", i, l, k)
+		}
+	}
+	j := parseJSON(t, out)
+	gpu := tr.GPUTimeNs()
+	for _, r := range j.runs {
+		// 174 launches at 50 µs of host time would take 8.7 ms.
+		if r.JCTNs < gpu || r.JCTNs > gpu+2_000_000 {
+			t.Errorf("graph run %+v: JCT not its device time %d ns", r, gpu)
+		}
+	}
+	for _, flag := range []string{"--graph", "--footprint-mb=1"} {
+		var o, e bytes.Buffer
+		err := Run(context.Background(), []string{"fikit-replay", "--trace", name, "--runs", "1", flag, "-q"}, &o, &e,
+			func(int) (Device, error) { return plainDevice{&fakeDevice{}}, nil })
+		if err == nil || !errors.Is(err, ErrUsage) {
+			t.Errorf("%s on a device without it: %v", flag, err)
+		}
+	}
 }
 
 // TestReplayOwnHostTimes: a trace with host times is paced by them unless
@@ -509,5 +578,36 @@ func TestReplayReportsBlockedPerRun(t *testing.T) {
 	out2, err := runFake(t, &fakeDevice{}, "--trace", "h100/mobilenet_4_fwd", "--runs", "1", "--cpu-ns", "0", "--json", "-q")
 	if err != nil || strings.Contains(out2, "blocked_ns") || strings.Contains(out2, `"device"`) {
 		t.Errorf("fake device without totals: %v %s", err, out2)
+	}
+}
+
+// TestConvertTorchProfile: the convert command writes one run of a
+// torch.profiler trace as a trace the replayer reads; errors are clear.
+func TestConvertTorchProfile(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "run.csv")
+	src := "../../../../simgpu/trace/testdata/torch/eager.json"
+	var o, e bytes.Buffer
+	err := Run(context.Background(), []string{"fikit-replay", "convert", "--torch-profile", src, "--run", "0", "--out", out},
+		&o, &e, nil)
+	if err != nil {
+		t.Fatalf("convert: %v (%s)", err, e.String())
+	}
+	tr, err := trace.ReadFile(out)
+	if err != nil || len(tr.Kernels) != 2 || !tr.HasHostTime || tr.Kernels[0].HostNs != 20250 {
+		t.Fatalf("converted trace %+v: %v", tr, err)
+	}
+	if !strings.Contains(e.String(), "1 copies or memsets") {
+		t.Errorf("progress line %q does not say what was left out", e.String())
+	}
+	for name, args := range map[string][]string{
+		"no input":   {"convert"},
+		"no run 9":   {"convert", "--torch-profile", src, "--run", "9"},
+		"not a file": {"convert", "--torch-profile", filepath.Join(dir, "nope.json")},
+	} {
+		err := Run(context.Background(), append([]string{"fikit-replay"}, args...), &o, &e, nil)
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+		}
 	}
 }

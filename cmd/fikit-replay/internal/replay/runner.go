@@ -36,6 +36,11 @@ type Config struct {
 	PostNs   int64  // busy host time after a run's synchronisation (not part of its JCT)
 	Arrivals Arrivals
 	JSON     bool
+	// Graph replays each run as one launch of a CUDA graph captured from
+	// the run's kernels (per-kernel host times do not apply; PreNs does).
+	Graph bool
+	// FootprintBytes of device memory are reserved for the replay.
+	FootprintBytes uint64
 }
 
 // RunRecord is one measured run, as printed with --json.
@@ -58,6 +63,32 @@ type DeviceTotals struct {
 	Kernels   uint64 `json:"kernels"`
 	BusyNs    int64  `json:"busy_ns"`
 	BlockedNs int64  `json:"blocked_ns"`
+}
+
+// Grapher is a Device that can replay a run as one CUDA graph: the
+// launches are captured once (stream capture, then instantiation) and each
+// run is one graph launch, as a service using CUDA graphs serves a request.
+type Grapher interface {
+	// CaptureGraph records the launches, in order, into the graph that
+	// LaunchGraph launches (replacing any earlier one).
+	CaptureGraph(ls []GraphLaunch) error
+	// LaunchGraph launches the captured graph on the replay's stream.
+	LaunchGraph() error
+}
+
+// GraphLaunch is one kernel of a captured graph.
+type GraphLaunch struct {
+	Fn          int
+	Grid, Block [3]uint32
+	DurationNs  uint64
+}
+
+// Reserver is a Device that can hold device memory for the whole replay,
+// written once: the footprint a framework's service keeps on the GPU
+// (weights, activations, its allocator's cache). On a real GPU it is what
+// the context's page tables map; simgpu charges nothing for it.
+type Reserver interface {
+	Reserve(bytes uint64) error
 }
 
 // Totaler is a Device that can say what its context got from the device so
@@ -100,6 +131,30 @@ func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64
 	if err := dev.Load(ptx, entries); err != nil {
 		return nil, fmt.Errorf("load %d spin kernels: %w", len(entries), err)
 	}
+	if cfg.FootprintBytes > 0 {
+		r, ok := dev.(Reserver)
+		if !ok {
+			return nil, fmt.Errorf("%w: this device cannot reserve memory", ErrUsage)
+		}
+		if err := r.Reserve(cfg.FootprintBytes); err != nil {
+			return nil, fmt.Errorf("reserve %d bytes: %w", cfg.FootprintBytes, err)
+		}
+	}
+	launchRun := func(done <-chan struct{}) (int64, int64, error) { return runOnce(ls, cfg.PreNs, dev, done) }
+	if cfg.Graph {
+		g, ok := dev.(Grapher)
+		if !ok {
+			return nil, fmt.Errorf("%w: this device cannot replay CUDA graphs", ErrUsage)
+		}
+		gl := make([]GraphLaunch, len(ls))
+		for i, l := range ls {
+			gl[i] = GraphLaunch{Fn: l.fn, Grid: l.grid, Block: l.block, DurationNs: l.durNs}
+		}
+		if err := g.CaptureGraph(gl); err != nil {
+			return nil, fmt.Errorf("capture a graph of %d kernels: %w", len(gl), err)
+		}
+		launchRun = func(done <-chan struct{}) (int64, int64, error) { return runGraph(g, cfg.PreNs, dev, done) }
+	}
 	done := ctx.Done()
 	enc := json.NewEncoder(out)
 	jcts := make([]int64, 0, cfg.Runs)
@@ -133,7 +188,7 @@ func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64
 				return jcts, ErrInterrupted
 			}
 		}
-		start, end, err := runOnce(ls, cfg.PreNs, dev, done)
+		start, end, err := launchRun(done)
 		if err != nil {
 			if err == ErrInterrupted {
 				return jcts, err
@@ -198,6 +253,25 @@ func runOnce(ls []launch, preNs int64, dev Device, done <-chan struct{}) (int64,
 		if err := dev.Launch(l.fn, l.grid, l.block, l.durNs); err != nil {
 			return 0, 0, fmt.Errorf("launch kernel %d: %w", i, err)
 		}
+	}
+	if err := dev.Synchronize(); err != nil {
+		return 0, 0, fmt.Errorf("synchronize: %w", err)
+	}
+	return start, MonoNs(), nil
+}
+
+// runGraph is one run of a captured graph: the pre-processing, one graph
+// launch, the synchronisation.
+func runGraph(g Grapher, preNs int64, dev Device, done <-chan struct{}) (int64, int64, error) {
+	start := MonoNs()
+	pace(start + preNs)
+	select {
+	case <-done:
+		return 0, 0, ErrInterrupted
+	default:
+	}
+	if err := g.LaunchGraph(); err != nil {
+		return 0, 0, fmt.Errorf("launch graph: %w", err)
 	}
 	if err := dev.Synchronize(); err != nil {
 		return 0, 0, fmt.Errorf("synchronize: %w", err)

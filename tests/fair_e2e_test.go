@@ -1,0 +1,106 @@
+package tests
+
+// Fair shares among equals, end to end (`fikit bench fair`, one simgpu
+// device per mode): two continuous priority-5 services, one of short
+// kernels and one of long ones, beside a priority-0 service with a request
+// every 10 ms. Judged by simgpu's timeline (the GPU time each got) and
+// each run's blocked time, with margins wide enough for a loaded 2-core
+// host: the measured figures are in docs/scheduler.md.
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// fairMode is one mode of `fikit bench fair --json`.
+type fairMode struct {
+	Policy       string  `json:"policy"`
+	WeightShort  uint32  `json:"weight_short"`
+	WeightLong   uint32  `json:"weight_long"`
+	ShortNs      int64   `json:"short_gpu_time_ns"`
+	LongNs       int64   `json:"long_gpu_time_ns"`
+	Ratio        float64 `json:"weighted_ratio"`
+	ShortAccNs   int64   `json:"short_accounted_ns"`
+	LongAccNs    int64   `json:"long_accounted_ns"`
+	ShortLifeNs  int64   `json:"short_life_gpu_time_ns"`
+	LongLifeNs   int64   `json:"long_life_gpu_time_ns"`
+	Interference struct {
+		P50Pct float64 `json:"p50_pct"`
+		P99Pct float64 `json:"p99_pct"`
+	} `json:"hp_interference"`
+	Holders bool         `json:"holders"`
+	Tenants []tenantJSON `json:"tenants"`
+}
+
+func TestFairSharesAmongEquals(t *testing.T) {
+	fikit := requireBins(t, "fikit", "fikit-replay", "libfikit_hook.so", "simgpu/libcuda.so.1")[0]
+	out := filepath.Join(t.TempDir(), "fair.json")
+	r := runCmd(t, 5*time.Minute, nil, fikit, "bench", "fair", "--hp-runs", "150", "--json", out,
+		"--mode", "best-prio-fit", "--mode", "fair-prio-fit", "--mode", "fair-prio-fit:2:1",
+		"--mode", "best-prio-fit:holders", "--mode", "fair-prio-fit:holders")
+	if r.ExitCode != 0 {
+		t.Fatalf("fikit bench fair: %s", r)
+	}
+	t.Logf("%s", r.Stdout)
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Modes []fairMode `json:"modes"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil || len(res.Modes) != 5 {
+		t.Fatalf("results: %v, %d modes", err, len(res.Modes))
+	}
+	best, fair, weighted, bestHolders, fairHolders := res.Modes[0], res.Modes[1], res.Modes[2], res.Modes[3], res.Modes[4]
+	for _, m := range res.Modes {
+		if m.ShortNs <= 0 || m.LongNs <= 0 {
+			t.Fatalf("%s: a service got no GPU time: %+v", m.Policy, m)
+		}
+	}
+	// The unfairness fixed: BestPrioFit takes the longest kernel that fits.
+	if best.LongNs < 2*best.ShortNs {
+		t.Logf("best-prio-fit: long %v, short %v: less unfair than measured before", time.Duration(best.LongNs), time.Duration(best.ShortNs))
+	}
+	// Equal shares (docs: within 10 %; here 35 % for a loaded host).
+	if fair.Ratio > 1.35 {
+		t.Errorf("fair-prio-fit: short %v, long %v of GPU time (ratio %.2f), want within 35%%",
+			time.Duration(fair.ShortNs), time.Duration(fair.LongNs), fair.Ratio)
+	}
+	if weighted.WeightShort != 2 || weighted.Ratio > 1.35 {
+		t.Errorf("weights 2:1: short %v, long %v of GPU time (%.2f from 2:1), want within 35%%",
+			time.Duration(weighted.ShortNs), time.Duration(weighted.LongNs), weighted.Ratio)
+	}
+	if total, was := fair.ShortNs+fair.LongNs, best.ShortNs+best.LongNs; total < was*6/10 {
+		t.Errorf("fair-prio-fit: %v of GPU time in all, best-prio-fit %v", time.Duration(total), time.Duration(was))
+	}
+	// Equal holders (no better priority active): throttled, not by launch
+	// order.
+	if fairHolders.Ratio > 1.35 {
+		t.Errorf("fair-prio-fit, equal holders: short %v, long %v of GPU time (ratio %.2f; best-prio-fit %.2f), want within 35%%",
+			time.Duration(fairHolders.ShortNs), time.Duration(fairHolders.LongNs), fairHolders.Ratio, bestHolders.Ratio)
+	}
+	// The high-priority service no worse off (a loaded host moves p50
+	// interference by a few points either way).
+	if f, b := fair.Interference.P50Pct, best.Interference.P50Pct; f > 2*b+5 {
+		t.Errorf("HP GPU interference p50 %.1f%% under fair-prio-fit, %.1f%% under best-prio-fit", f, b)
+	}
+	// What the daemon accounted is what the device ran, near enough: its
+	// prediction from the profiles.
+	for _, m := range res.Modes {
+		if m.Holders {
+			if len(m.Tenants) != 1 || len(m.Tenants[0].TaskKeys) != 2 {
+				t.Errorf("%s, holders: tenants %+v, want one with two task keys", m.Policy, m.Tenants)
+			}
+		} else if len(m.Tenants) != 1 || m.Tenants[0].UsedNs <= 0 || len(m.Tenants[0].TaskKeys) != 3 {
+			t.Errorf("%s: tenants %+v, want one with three task keys", m.Policy, m.Tenants)
+		}
+		acc, life := float64(m.ShortAccNs+m.LongAccNs), float64(m.ShortLifeNs+m.LongLifeNs)
+		if acc < 0.7*life || acc > 1.3*life {
+			t.Errorf("%s: accounted %v of GPU time, the timeline says %v", m.Policy, time.Duration(acc), time.Duration(life))
+		}
+	}
+}
