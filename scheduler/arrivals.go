@@ -66,6 +66,18 @@ func (a *arrivals) stats() (mean float64, cv float64) {
 	return mean, math.Sqrt(v/float64(a.n)) / mean
 }
 
+// spread is the intervals' range (greatest less least; 0 when none).
+func (a *arrivals) spread() int64 {
+	if a.n == 0 {
+		return 0
+	}
+	lo, hi := a.iv[0], a.iv[0]
+	for _, x := range a.iv[1:a.n] {
+		lo, hi = mini(lo, x), maxi(hi, x)
+	}
+	return hi - lo
+}
+
 // class is what the intervals look like.
 func (a *arrivals) class() ArrivalClass {
 	if a.n < minArrivals {
