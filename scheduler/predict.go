@@ -197,8 +197,12 @@ func (t *task) nextRunWindow(end int64) (at, late int64) {
 	case ArrivalsPoisson, ArrivalsBursty:
 		late = at
 	case ArrivalsPeriodic:
-		// Four intervals show little of a clock's jitter: the window is
-		// at least as wide as the last sixteen's range.
+		// Four intervals show little of a clock's jitter: the window
+		// opens no later than the clock says and is at least as wide as
+		// the last sixteen intervals' range.
+		if c := t.arr.least(); c > 0 && at > 0 && t.lastRunStart > 0 {
+			at = mini(at, t.lastRunStart+c)
+		}
 		late = maxi(late, at+t.arr.spread())
 	}
 	return at, late
