@@ -147,8 +147,12 @@ func TestSwitchAwareGating(t *testing.T) {
 	// Resuming on the board: the low-priority service's queued launches
 	// went at high-priority run ends, without their grants.
 	t.Logf("board resumes %d, grants %d, over %d high-priority runs", st.Stats.Resumes, st.Stats.Grants, hpRuns)
-	if st.Stats.Resumes < hpRuns/10 {
-		t.Errorf("%d board resumes in %d high-priority runs, want ≥ %d", st.Stats.Resumes, hpRuns, hpRuns/10)
+	// How many depends on the host's timing (a resume needs the launch
+	// queued at the run end, and nothing goes while the next run is due):
+	// 10–21 of 150 in five runs on a loaded 2-core host. Without board
+	// resume there are none.
+	if min := hpRuns / 30; st.Stats.Resumes < min {
+		t.Errorf("%d board resumes in %d high-priority runs, want ≥ %d", st.Stats.Resumes, hpRuns, min)
 	}
 }
 
