@@ -382,6 +382,17 @@ static void on_message(fk_core *c, const fk_ev *ev, fk_acts *out)
 		if (t)
 			credit_grant(c, t, m, ev->now);
 		break;
+	case FK_MSG_KERNEL_TIMES:
+		if (t)
+			act(out, FK_ACT_KERNEL_TIMES, ti);
+		break;
+	case FK_MSG_CALIBRATE:
+		if (t) {
+			fk_act *a = act(out, FK_ACT_CALIBRATE, ti);
+			a->seq = m->seq;
+			a->ns = m->probe_ns;
+		}
+		break;
 	case FK_MSG_ERROR:
 		/* Invalid value about a registered task: the policy registered it
 		 * at a worse priority than asked. The user should know. */
@@ -505,6 +516,20 @@ static void on_gate_closed(fk_core_task *t, const fk_ev *ev)
 	credit_set(t, 0, ev->seq_now);
 	if (t->v.mode & FK_MODE_HOLDER)
 		t->v.mode = (t->v.mode & ~(uint32_t)FK_MODE_HOLDER) | FK_MODE_WAITER;
+}
+
+/* The probe measured calibration seq: the answer goes with the task's
+ * registration (a task registered anew meanwhile answers as the new one:
+ * the daemon drops an answer to no request). */
+static void on_calibrated(fk_core *c, const fk_ev *ev, fk_acts *out)
+{
+	fk_core_task *t = &c->task[ev->task];
+	if (t->v.state != FK_ST_ACTIVE)
+		return;
+	fk_who w = who_of(t);
+	send_msg(out, ev->task,
+		 &(fk_msg_out){.type = FK_MSG_CALIBRATION, .task_id = w.id, .token = w.token, .seq = ev->seq,
+			       .host_ns = ev->host_ns, .device_ns = ev->device_ns, .flags = ev->calib_flags});
 }
 
 /* ---- runs, exit, fork ---- */
@@ -648,6 +673,9 @@ void fk_core_step(fk_core *c, const fk_ev *ev, fk_acts *out)
 			break;
 		case FK_EV_RUN_END:
 			on_run_end(c, ev, acts);
+			break;
+		case FK_EV_CALIBRATED:
+			on_calibrated(c, ev, acts);
 			break;
 		case FK_EV_LEAVE:
 			leave(c, ev->task, acts);

@@ -176,6 +176,12 @@ static void print_acts(const fk_acts *a)
 		case FK_ACT_FLUSHED:
 			emit("flushed %s\n", x->granted ? "ok" : "failed");
 			break;
+		case FK_ACT_CALIBRATE:
+			emit("calibrate task=%d seq=%" PRIu32 " probe=%s\n", x->task, x->seq, fmt_t(x->ns));
+			break;
+		case FK_ACT_KERNEL_TIMES:
+			emit("kernel-times task=%d\n", x->task);
+			break;
 		default:
 			emit("? action %d\n", x->type);
 		}
@@ -370,6 +376,11 @@ static void run(char *line)
 	} else if (!strcmp(cmd, "flush")) {
 		ev.type = FK_EV_FLUSH;
 		ev.until = dur(&a, "until", 0);
+	} else if (!strcmp(cmd, "calibrated")) {
+		ev.type = FK_EV_CALIBRATED;
+		ev.host_ns = dur(&a, "host", 0);
+		ev.device_ns = dur(&a, "device", 0);
+		ev.calib_flags = (uint8_t)num(&a, "flags", 0);
 	} else if (!strcmp(cmd, "exit")) {
 		ev.type = FK_EV_EXIT;
 	} else if (!strcmp(cmd, "leave")) {
