@@ -109,6 +109,13 @@ func (n *Node) BoardHints(dst []BoardHint) []BoardHint {
 				break
 			}
 		}
+		if stop := n.preSwitchStop(g); stop > 0 {
+			// A pre-switch: the holder is back, for the low priorities,
+			// when their work must be off the device (a time past is as
+			// unknown: no liberty taken while they are stopped).
+			h.NextNs = mini(h.NextNs, stop)
+			h.Resume = h.Resume && !n.preSwitchHolds(g)
+		}
 		dst = append(dst, h)
 	}
 	return dst
