@@ -129,7 +129,7 @@ func TestPreSwitchAutoOff(t *testing.T) {
 // for Poisson-like arrivals, or under MPS.
 func TestPreSwitchSafeguards(t *testing.T) {
 	drive := func(r *preSwitchRig, gaps func(i int) int64) uint64 {
-			at := int64(0)
+		at := int64(0)
 		for i := 0; i < 40; i++ {
 			at += gaps(i)
 			r.run(at)
