@@ -144,6 +144,8 @@ type ServiceResult struct {
 	Starts []int64 // run start times, ns of simulated time
 	BusyNs int64   // device time its kernels ran
 	Span   [2]int64
+	// Warmups: its hook's warm-ups launched (pre-switch).
+	Warmups int
 }
 
 // Result is the outcome of a simulation.
@@ -157,6 +159,8 @@ type Result struct {
 	// device time, over its span, during which other services' kernels ran.
 	FillPct float64
 	Grants  uint64
+	// Core is the scheduler's counters at the end (mode Fikit).
+	Core scheduler.Stats
 }
 
 // Run simulates the services under opts.
