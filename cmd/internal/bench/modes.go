@@ -34,6 +34,7 @@ var modeSpecs = []modeSpec{
 	{Name: ModeFikit, Title: "fikit", Hooked: true},
 	{Name: ModeFikitUDP, Title: "fikit, FIKIT_BOARD=off", Hooked: true, Env: []string{"FIKIT_BOARD=off"}},
 	{Name: ModeFikitCPU, Title: "control (LP on another device)", Hooked: true, LPOtherDevice: true},
+	{Name: ModeFikitPreSwitch, Title: "fikit + pre-switch (gain by construction on simgpu)", Hooked: true, Scheduler: preSwitchOn},
 }
 
 // The usual mode lists: default sharing, fikit with the board and without
@@ -41,6 +42,8 @@ var modeSpecs = []modeSpec{
 var (
 	colocModes   = []string{ModeSharing, ModeFikit, ModeFikitUDP}
 	controlModes = append(append([]string(nil), colocModes...), ModeFikitCPU)
+	// The workloads run the pre-switch too (preswitch.go).
+	workloadModes = append(append([]string(nil), colocModes...), ModeFikitPreSwitch)
 )
 
 // modeByName is the row of a mode; false if there is none.

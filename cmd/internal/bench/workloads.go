@@ -40,9 +40,9 @@ func workloadPlan(hpRuns int) []workload {
 	poisson := graph(hpRuns)
 	poisson.Every, poisson.Poisson, poisson.Seed = 0, poissonRate(graphEvery), 1
 	return []workload{
-		{Name: "CUDA-graph ResNet-50 b1 (H) + BERT-base b16 (L)", HP: graph(hpRuns), LP: bert, Modes: colocModes},
-		{Name: "eager ResNet-50 b1 (H) + ResNet-50 b16 training (L)", HP: eager, LP: train, Modes: colocModes},
-		{Name: "CUDA-graph ResNet-50 b1, Poisson (H) + BERT-base b16 (L)", HP: poisson, LP: bert, Modes: colocModes},
+		{Name: "CUDA-graph ResNet-50 b1 (H) + BERT-base b16 (L)", HP: graph(hpRuns), LP: bert, Modes: workloadModes},
+		{Name: "eager ResNet-50 b1 (H) + ResNet-50 b16 training (L)", HP: eager, LP: train, Modes: workloadModes},
+		{Name: "CUDA-graph ResNet-50 b1, Poisson (H) + BERT-base b16 (L)", HP: poisson, LP: bert, Modes: workloadModes},
 	}
 }
 
