@@ -28,7 +28,9 @@ typedef struct fk_board_gpu {
 	_Atomic uint32_t flags;
 	_Atomic uint32_t wake;
 	_Atomic uint32_t sleepers;
-	uint8_t pad_216[40];
+	_Atomic uint64_t next_late_ns;
+	_Atomic uint64_t cursor_ns;
+	uint8_t pad_232[24];
 } fk_board_gpu;
 
 typedef struct fk_board_slot {
@@ -65,6 +67,8 @@ _Static_assert(offsetof(fk_board_gpu, resume_task) == 200, "gpu.resume_task");
 _Static_assert(offsetof(fk_board_gpu, flags) == 204, "gpu.flags");
 _Static_assert(offsetof(fk_board_gpu, wake) == 208, "gpu.wake");
 _Static_assert(offsetof(fk_board_gpu, sleepers) == 212, "gpu.sleepers");
+_Static_assert(offsetof(fk_board_gpu, next_late_ns) == 216, "gpu.next_late_ns");
+_Static_assert(offsetof(fk_board_gpu, cursor_ns) == 224, "gpu.cursor_ns");
 _Static_assert(offsetof(fk_board_slot, task) == 0, "slot.task");
 _Static_assert(offsetof(fk_board_slot, gen) == 4, "slot.gen");
 _Static_assert(offsetof(fk_board_slot, wait_seq) == 8, "slot.wait_seq");

@@ -3,12 +3,15 @@
  *
  * The µs bound: a task of worse priority than one registered on its GPU
  * keeps its predicted GPU time queued or running within the daemon's bound
- * (KernelTimes), for granted, credited and holding launches alike. It is
- * kept from predicted durations and the clock (bound.h's cursor), so it
+ * (KernelTimes), for granted, credited and holding launches alike, with
+ * the other bounded tasks' on the GPU: what a returning better priority
+ * meets is all of theirs. It is kept from predicted durations and the
+ * clock (bound.h's cursors: the GPU's on the board, the task's own), so it
  * waits — sleeping until the time its launch fits — and never syncs: no
  * event, no completion wait on the launch path. A kernel longer than the
- * bound goes alone, and nothing goes that would still run when a better
- * priority is predicted back (the board's next_ns).
+ * bound goes after the task's own work, and nothing goes that would still
+ * run when a better priority is predicted back, or while it is due (the
+ * board's next_ns, next_late_ns).
  *
  * The count bound, where the daemon gives no µs bound (an older daemon,
  * hook-bound off): a holder of worse priority than one registered on its
@@ -83,8 +86,11 @@ void fk_us_wait(fk_task *t, fk_board_gpu *bg, uint64_t dur)
 	for (int rounds = 0; rounds < 1000; rounds++) {
 		uint64_t now = fk_now_ns();
 		uint64_t next = atomic_load_explicit(&bg->next_ns, memory_order_relaxed);
-		uint64_t until = fk_bound_until(atomic_load_explicit(&t->cursor, memory_order_relaxed), now, dur, bound,
-						next == FK_BOARD_NONE_EXPECTED ? FK_NEXT_NONE : next);
+		fk_bound_view v = {.gpu = atomic_load_explicit(&bg->cursor_ns, memory_order_relaxed),
+				   .own = atomic_load_explicit(&t->cursor, memory_order_relaxed),
+				   .next = next == FK_BOARD_NONE_EXPECTED ? FK_NEXT_NONE : next,
+				   .late = atomic_load_explicit(&bg->next_late_ns, memory_order_relaxed)};
+		uint64_t until = fk_bound_until(&v, now, dur, bound);
 		if (until <= now)
 			return;
 		/* Sleep until it fits; a wait for a predicted return is capped so
@@ -107,6 +113,33 @@ void fk_us_launched(fk_task *t, fk_board *b, fk_board_gpu *bg, uint64_t dur)
 	do
 		nxt = fk_cursor_after(cur, now, dur, sw);
 	while (!atomic_compare_exchange_weak_explicit(&t->cursor, &cur, nxt, memory_order_relaxed, memory_order_relaxed));
+	if (!bg)
+		return;
+	cur = atomic_load_explicit(&bg->cursor_ns, memory_order_relaxed);
+	do
+		nxt = fk_cursor_after(cur, now, dur, sw);
+	while (!atomic_compare_exchange_weak_explicit(&bg->cursor_ns, &cur, nxt, memory_order_relaxed,
+						      memory_order_relaxed));
+}
+
+void fk_us_done(fk_task *t, uint64_t now)
+{
+	uint64_t own = atomic_load_explicit(&t->cursor, memory_order_relaxed);
+	if (own <= now || !atomic_compare_exchange_strong_explicit(&t->cursor, &own, now, memory_order_relaxed,
+								   memory_order_relaxed))
+		return;
+	/* What the task was predicted to have left is done: the GPU's cursor
+	 * is that much early (no earlier than now). */
+	fk_board_gpu *bg = atomic_load_explicit(&t->bgpu, memory_order_relaxed);
+	if (!bg)
+		return;
+	uint64_t left = own - now, cur = atomic_load_explicit(&bg->cursor_ns, memory_order_relaxed), nxt;
+	do {
+		if (cur <= now)
+			return;
+		nxt = cur - now > left ? cur - left : now;
+	} while (!atomic_compare_exchange_weak_explicit(&bg->cursor_ns, &cur, nxt, memory_order_relaxed,
+							memory_order_relaxed));
 }
 
 /* ---- resuming on the board ---- */
@@ -135,5 +168,6 @@ int fk_resume_now(fk_task *t, uint64_t dur)
 	uint64_t now = fk_now_ns();
 	fk_resume_view v;
 	fk_resume_view_of(t, &v, now);
-	return fk_resume_ok(&v, atomic_load_explicit(&t->cursor, memory_order_relaxed), now, dur);
+	fk_board_gpu *bg = atomic_load_explicit(&t->bgpu, memory_order_relaxed);
+	return bg && fk_resume_ok(&v, atomic_load_explicit(&bg->cursor_ns, memory_order_relaxed), now, dur);
 }

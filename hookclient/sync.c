@@ -50,9 +50,7 @@ void fk_run_end(fk_task *t, int reason)
 	/* The sync returned: the task's work is done (the one completion the
 	 * µs bound sees without waiting for it), and lower priorities see on
 	 * the board that the run ended (board resume). */
-	uint64_t cur = atomic_load_explicit(&t->cursor, memory_order_relaxed);
-	if (cur > now)
-		atomic_compare_exchange_strong_explicit(&t->cursor, &cur, now, memory_order_relaxed, memory_order_relaxed);
+	fk_us_done(t, now);
 	fk_board_gpu *bg = atomic_load_explicit(&t->bgpu, memory_order_relaxed);
 	if (bg)
 		fk_board_run_end(bg, fk_cfg.priority, now);

@@ -1,6 +1,9 @@
 package scheduler
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // This file is a task's arrivals: the intervals between its run starts, how
 // regular they are, and the holder TTL they give (docs/scheduler.md
@@ -64,6 +67,32 @@ func (a *arrivals) stats() (mean float64, cv float64) {
 		v += d * d
 	}
 	return mean, math.Sqrt(v/float64(a.n)) / mean
+}
+
+// spread is the intervals' range (greatest less least; 0 when none).
+func (a *arrivals) spread() int64 {
+	if a.n == 0 {
+		return 0
+	}
+	lo, hi := a.iv[0], a.iv[0]
+	for _, x := range a.iv[1:a.n] {
+		lo, hi = mini(lo, x), maxi(hi, x)
+	}
+	return hi - lo
+}
+
+// least is the least of the recent intervals (0 when none). A periodic
+// service sends on a clock and is late by varying amounts, never early: its
+// least interval is a period less the greatest lateness it recovered from,
+// so the latest start plus it is no later than the clock's next tick
+// whenever the latest start was no later than that — while the last few
+// intervals, or the latest start plus their least, miss the clock by
+// the latest start's lateness.
+func (a *arrivals) least() int64 {
+	if a.n == 0 {
+		return 0
+	}
+	return slices.Min(a.iv[:a.n])
 }
 
 // class is what the intervals look like.

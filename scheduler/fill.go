@@ -642,15 +642,20 @@ func (n *Node) fillIdle(g *gpu) {
 }
 
 // roomBeforeNext is the GPU time left before g's holders are predicted
-// back (less a switch), or no limit when none is predicted ahead.
+// back (less a switch): none while one's run is due (inside its predicted
+// window, nextRunWindow), no limit when none is predicted ahead or due.
 func (n *Node) roomBeforeNext(g *gpu) int64 {
 	next := int64(math.MaxInt64)
 	for _, h := range g.tasks {
 		if h.role != RoleHolder {
 			continue
 		}
-		if at, ok := n.predictedNext(h); ok && at > n.now {
+		at, late, ok := n.predictedNext(h)
+		switch {
+		case ok && at > n.now:
 			next = mini(next, at)
+		case ok && late >= n.now:
+			return 0 // its run is due: nothing fits before it
 		}
 	}
 	if stop := n.preSwitchStop(g); stop > 0 {

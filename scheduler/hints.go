@@ -19,13 +19,13 @@ type KernelTime struct {
 }
 
 // KernelTimes gives a task's hook the predicted durations of its kernels
-// (its profile's p90 by kernel ID; DefaultNs, the task's p90, for one not
-// in it) and the
-// bound on its predicted GPU time in flight (BoundNs; 0: none, the hook
-// bounds a holder by count), which it keeps while a better priority is
-// registered on its GPU: a device-time cursor, advanced by each launch's
-// predicted duration. Sent with hook-bound or board-resume (a resume needs
-// to know whether a kernel fits before the better priority's next run).
+// (its profile's mean by kernel ID; DefaultNs, the task's mean, for one
+// not in it) and the bound on its predicted GPU time in flight (BoundNs; 0:
+// none, the hook bounds a holder by count), which it keeps while a better
+// priority is registered on its GPU: a device-time cursor, advanced by
+// each launch's predicted duration. Sent with hook-bound or board-resume (a
+// resume needs to know whether a kernel fits before the better priority's
+// next run).
 type KernelTimes struct {
 	Task      TaskID
 	BoundNs   int64
@@ -39,16 +39,22 @@ func (n *Node) sendKernelTimes(t *task) {
 	if !n.cfg.HookBound && !n.cfg.BoardResume || t.est == nil {
 		return
 	}
-	kt := KernelTimes{Task: t.id, DefaultNs: n.estimate(t, 0),
-		Kernels: make([]KernelTime, 0, len(t.est.Kernels))}
+	def := t.est.MeanNs
+	if def <= 0 {
+		def = n.estimate(t, 0)
+	}
+	kt := KernelTimes{Task: t.id, DefaultNs: def, Kernels: make([]KernelTime, 0, len(t.est.Kernels))}
 	if n.cfg.HookBound {
 		kt.BoundNs = n.cfg.InflightBudget
 	}
 	for id, k := range t.est.Kernels {
-		// The p90, as for a waiting kernel: one ID may run for different
-		// times (a GEMM of several shapes in one grid), and a bound kept
-		// from means would let the long ones past it.
-		kt.Kernels = append(kt.Kernels, KernelTime{ID: id, Ns: max(k.P90Ns, k.MeanNs, 1)})
+		// The mean, not the p90 a waiting kernel is granted by: the
+		// cursor adds the durations up, and one biased long holds the
+		// GPU idle by the bias at every launch that waits (an ID of
+		// varied durations lost a third of its throughput to the p90,
+		// in the simulator). What a returning holder meets is then the
+		// bound on average, more where one ID's durations vary.
+		kt.Kernels = append(kt.Kernels, KernelTime{ID: id, Ns: max(k.MeanNs, 1)})
 	}
 	sort.Slice(kt.Kernels, func(i, j int) bool { return kt.Kernels[i].ID < kt.Kernels[j].ID })
 	n.out.KernelTimes = append(n.out.KernelTimes, kt)
@@ -64,8 +70,10 @@ type BoardHint struct {
 	// NextNs: the earliest predicted start of the next run, after the one
 	// under way, of the GPU's tasks better than its worst registered
 	// priority; 0 unknown (a hook then takes no liberty), NoneExpected
-	// when none is expected. A time already past is as unknown.
-	NextNs int64
+	// when none is expected. NextLateNs is the latest start its recent
+	// intervals allow (nextRunWindow): from NextNs until then the run is
+	// imminent; a window already past is as unknown.
+	NextNs, NextLateNs int64
 	// SwitchNs is the switch the policy assumes (switchCost).
 	SwitchNs int64
 	// Resume: task ResumeTask (0: none) may resume on the board when its
@@ -98,12 +106,16 @@ func (n *Node) BoardHints(dst []BoardHint) []BoardHint {
 			if t.prio >= worst {
 				continue
 			}
-			at, ok := n.predictedNext(t)
+			at, late, ok := n.predictedNext(t)
 			switch {
-			case ok:
-				h.NextNs = mini(h.NextNs, at)
+			case ok && late >= n.now:
+				if at < h.NextNs {
+					h.NextNs, h.NextLateNs = at, late
+				}
 			case n.wants(t):
-				h.NextNs = 0 // active and unpredictable
+				// Active and unpredictable, or later than its window:
+				// nothing to go by.
+				h.NextNs, h.NextLateNs = 0, 0
 			}
 			if h.NextNs == 0 {
 				break
@@ -113,7 +125,10 @@ func (n *Node) BoardHints(dst []BoardHint) []BoardHint {
 			// A pre-switch: the holder is back, for the low priorities,
 			// when their work must be off the device (a time past is as
 			// unknown: no liberty taken while they are stopped).
-			h.NextNs = mini(h.NextNs, stop)
+			// The run is imminent from then until the guard ends.
+			if h.NextNs != 0 {
+				h.NextNs, h.NextLateNs = mini(h.NextNs, stop), maxi(h.NextLateNs, n.preSwitchUntil(g))
+			}
 			h.Resume = h.Resume && !n.preSwitchHolds(g)
 		}
 		dst = append(dst, h)
@@ -122,22 +137,23 @@ func (n *Node) BoardHints(dst []BoardHint) []BoardHint {
 }
 
 // predictedNext is when t is predicted to start its next run after the one
-// under way (or the coming one, between runs): false when the core cannot
-// say (no profile, too few runs seen, profiling).
-func (n *Node) predictedNext(t *task) (int64, bool) {
+// under way (or the coming one, between runs), and the latest its recent
+// intervals allow (nextRunWindow): false when the core cannot say (no
+// profile, too few runs seen, profiling).
+func (n *Node) predictedNext(t *task) (at, late int64, ok bool) {
 	if t.phase != PhaseSharing {
-		return 0, false
+		return 0, 0, false
 	}
-	var at int64
 	switch {
 	case t.inRun && t.runStart > 0:
-		at = t.nextRunStart(t.runStart + t.meanJCT())
-	case t.nextLaunch > 0 && !t.inRun:
-		at = t.nextLaunch
+		at, late = t.nextRunWindow(t.runStart + t.meanJCT())
 	case t.runEnd > 0:
-		at = t.nextRunStart(t.runEnd)
+		// Between runs: nextLaunch, if set, is the window's start.
+		at, late = t.nextRunWindow(t.runEnd)
+	case t.nextLaunch > 0 && !t.inRun:
+		at, late = t.nextLaunch, t.nextLaunch
 	}
-	return at, at > 0
+	return at, late, at > 0
 }
 
 // resumeTask is the waiter of priority p that may resume on g's board: the

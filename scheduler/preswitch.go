@@ -122,6 +122,18 @@ func (n *Node) preSwitchStop(g *gpu) int64 {
 	return h.nextLaunch - n.preSwitchLead(g)
 }
 
+// preSwitchUntil is when g's planned or current pre-switch lets the low
+// priorities go on if the holder has not come (0: none planned).
+func (n *Node) preSwitchUntil(g *gpu) int64 {
+	if p := &g.pre; p.task != nil {
+		return p.until
+	}
+	if n.preSwitchStop(g) == 0 {
+		return 0
+	}
+	return n.preSwitchTarget(g).nextLaunch + n.cfg.PreSwitchGuard
+}
+
 // preSwitchHolds reports whether g's low priorities are stopped for a
 // pre-switch now (from its stop until the holder comes or the guard ends).
 func (n *Node) preSwitchHolds(g *gpu) bool {

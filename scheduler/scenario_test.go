@@ -165,6 +165,9 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 				next = "unknown"
 			default:
 				next = fmtDur(bh.NextNs)
+				if bh.NextLateNs > bh.NextNs {
+					next += " late=" + fmtDur(bh.NextLateNs)
+				}
 			}
 			fmt.Fprintf(&b, "gpu=%s next=%s switch=%s resume=%v resume_task=%d\n", bh.GPU, next, fmtDur(bh.SwitchNs), bh.Resume, bh.ResumeTask)
 		}

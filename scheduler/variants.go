@@ -36,9 +36,12 @@ var Variants = []Variant{
 	{Name: "us-bound", Title: "+ µs bound", Settings: plus("hook-bound=true")},
 	{Name: "ttl", Title: "+ α×IAT TTL", Settings: plus("holder-ttl-alpha=2")},
 	{Name: "board-resume", Title: "+ board resume", Settings: plus("board-resume=true")},
-	{Name: "all", Title: "all together", Settings: []string{"switch-cost=auto", "switch-aware=true", "hook-bound=true",
+	{Name: VariantAll, Title: "all together", Settings: []string{"switch-cost=auto", "switch-aware=true", "hook-bound=true",
 		"holder-ttl-alpha=2", "board-resume=true"}},
 }
+
+// VariantAll is the variant with every mechanism on: DefaultConfig's.
+const VariantAll = "all"
 
 // LookupVariant finds a variant by name.
 func LookupVariant(name string) (Variant, bool) {

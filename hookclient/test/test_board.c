@@ -29,6 +29,8 @@ static const struct {
 	{"gpu.flags", offsetof(fk_board_gpu, flags), 4},
 	{"gpu.wake", offsetof(fk_board_gpu, wake), 4},
 	{"gpu.sleepers", offsetof(fk_board_gpu, sleepers), 4},
+	{"gpu.next_late_ns", offsetof(fk_board_gpu, next_late_ns), 8},
+	{"gpu.cursor_ns", offsetof(fk_board_gpu, cursor_ns), 8},
 	{"slots_offset", offsetof(fk_board, slot), 0},
 	{"slot_stride", sizeof(fk_board_slot), 0},
 	{"slots", FK_BOARD_SLOTS, 0},

@@ -19,20 +19,44 @@ int main(int argc, char **argv)
 	      "after a switch");
 	CHECK(fk_cursor_after(1500 * US, 1000 * US, 100 * US, 140 * US) == 1600 * US, "after its own work");
 
-	/* The bound: 200us; 150us in flight. */
+	/* The bound: 200us; 150us in flight on the GPU, all the task's. */
 	uint64_t now = 1000 * US, cur = now + 150 * US;
-	CHECK(fk_bound_until(cur, now, 50 * US, 200 * US, 0) == now, "50us fits");
-	CHECK(fk_bound_until(cur, now, 100 * US, 200 * US, 0) == cur - 100 * US, "100us waits until 100us are left");
-	CHECK(fk_bound_until(cur, now, 300 * US, 200 * US, 0) == cur, "a kernel longer than the bound waits to go alone");
-	CHECK(fk_bound_until(now, now, 300 * US, 200 * US, 0) == now, "… and goes alone");
+	fk_bound_view bv = {.gpu = cur, .own = cur};
+	CHECK(fk_bound_until(&bv, now, 50 * US, 200 * US) == now, "50us fits");
+	CHECK(fk_bound_until(&bv, now, 100 * US, 200 * US) == cur - 100 * US, "100us waits until 100us are left");
+	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == cur, "a kernel longer than the bound waits for its own work");
+	bv.gpu = bv.own = now;
+	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == now, "… and goes alone");
+	/* Another task's work: bounded together; a long kernel goes after the
+	 * task's own, behind the others' bounded work. */
+	bv.gpu = now + 150 * US, bv.own = 0;
+	CHECK(fk_bound_until(&bv, now, 100 * US, 200 * US) == now + 50 * US, "another's 150us count against the bound");
+	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == now, "a long kernel behind another's 150us");
+	bv.gpu = now + 250 * US;
+	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == now + 50 * US, "… not behind more than the bound");
+	bv.own = now + 100 * US;
+	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == now + 100 * US, "… nor before its own work");
+	bv.gpu = 0, bv.own = now + 10 * US;
+	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == now + 10 * US, "a GPU cursor of 0");
 	/* A better priority predicted back: nothing that would still run. */
-	CHECK(fk_bound_until(cur, now, 50 * US, 200 * US, now + 180 * US) == now + 180 * US + 1,
-	      "200us of work would still run 180us on");
-	CHECK(fk_bound_until(cur, now, 50 * US, 200 * US, now + 250 * US) == now, "ends before the return");
-	CHECK(fk_bound_until(now, now, 300 * US, 200 * US, now + 250 * US) == now + 250 * US + 1,
+	bv = (fk_bound_view){.gpu = cur, .own = cur, .next = now + 180 * US, .late = now + 180 * US};
+	CHECK(fk_bound_until(&bv, now, 50 * US, 200 * US) == now + 180 * US + 1, "200us of work would still run 180us on");
+	bv.next = bv.late = now + 250 * US;
+	CHECK(fk_bound_until(&bv, now, 50 * US, 200 * US) == now, "ends before the return");
+	bv.next = now + 180 * US, bv.late = now + 300 * US;
+	CHECK(fk_bound_until(&bv, now, 50 * US, 200 * US) == now + 300 * US + 1, "not before its window passed");
+	bv = (fk_bound_view){.gpu = now, .own = now, .next = now + 250 * US, .late = now + 250 * US};
+	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == now + 250 * US + 1,
 	      "a long kernel does not go within its time of a return");
-	CHECK(fk_bound_until(now, now, 300 * US, 200 * US, now - 1) == now, "a passed prediction limits nothing");
-	CHECK(fk_bound_until(now, now, 300 * US, 200 * US, FK_NEXT_NONE) == now, "none expected");
+	/* Due: from next to late nothing goes; after, the bound alone. */
+	bv.next = now - 10 * US, bv.late = now + 90 * US;
+	CHECK(fk_bound_until(&bv, now, 1, 200 * US) == now + 90 * US + 1, "due: nothing goes until its window passed");
+	bv.late = now - 1;
+	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == now, "a passed window limits nothing");
+	bv.next = 0, bv.late = 0;
+	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == now, "unknown");
+	bv.next = FK_NEXT_NONE;
+	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == now, "none expected");
 
 	/* Resume: on, the priority's turn, the better ones between runs. */
 	fk_resume_view v = {.on = 1, .task_ok = 1, .next = now + 2000 * US, .sw = 140 * US};

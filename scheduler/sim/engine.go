@@ -412,6 +412,11 @@ func (s *sim) runEnd(st *svcState, end int64) {
 			Kernels: uint32(len(st.spec.Kernels)), RunNs: end - st.t0, LastSeq: uint32(st.seq)}, int64(s.opts.NotifyLatency))
 		// The sync returned: its work is done (the cursor's correction),
 		// and the board shows the run ended; threads waiting there wake.
+		if left := st.h.cursor - end; left > 0 {
+			// What it was predicted to have left is done: the GPU's
+			// cursor is that much early (no earlier than now).
+			s.board.lpCursor = max(end, s.board.lpCursor-left)
+		}
 		st.h.cursor = end
 		p := st.spec.Priority
 		s.board.runEnd[p] = max(s.board.runEnd[p], end)

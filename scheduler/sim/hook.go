@@ -24,6 +24,9 @@ type boardState struct {
 	level  [10]int64
 	runEnd [10]int64
 	hint   scheduler.BoardHint
+	// lpCursor is the predicted end of the bounded tasks' work on the
+	// device, all of them together (the µs bound's cursor).
+	lpCursor int64
 }
 
 // hookState is a service's hook beyond its role and credit.
@@ -35,7 +38,7 @@ type hookState struct {
 	// The kernel durations and bound the daemon sent (nil: none yet).
 	kt               map[uint64]int64
 	ktBound, ktDef   int64
-	cursor           int64    // predicted end of its work on the device
+	cursor           int64    // predicted end of its own work on the device (µs bound)
 	last             int64    // its latest launch
 	inflight         []uint64 // device seqs under the count bound
 	reasks           int
@@ -92,25 +95,41 @@ func (st *svcState) dur(id uint64) int64 {
 	return st.h.ktDef
 }
 
+// usBound: st is under the µs bound (the daemon gave it one, and a better
+// priority shares its GPU).
+func (s *sim) usBound(st *svcState) bool {
+	return s.opts.Board && st.h.kt != nil && st.h.ktBound > 0 && s.betterRegistered(st)
+}
+
 // boundAt is the earliest time st's next launch (kernel k) fits its bound
-// (s.now: at once).
+// (s.now: at once): hookclient/bound.h's fk_bound_until over the GPU's
+// cursor (every bounded task's work) and st's own.
 func (s *sim) boundAt(st *svcState, k Kernel, resume bool) int64 {
 	if !s.opts.Board || !s.betterRegistered(st) {
 		return s.now
 	}
-	if st.h.kt != nil && st.h.ktBound > 0 {
+	if s.usBound(st) {
 		bound, d := st.h.ktBound, st.dur(k.ID)
-		in := max(0, st.h.cursor-s.now)
-		if d > bound && in > 0 {
-			return st.h.cursor // a kernel longer than the bound runs alone
+		cur := s.board.lpCursor
+		in := max(0, cur-s.now)
+		if d > bound {
+			// A kernel longer than the bound goes after its task's own
+			// work, the others' within the bound.
+			if own := st.h.cursor; own > s.now || in > bound {
+				return max(own, cur-bound)
+			}
+		} else if in+d > bound {
+			return cur - (bound - d)
 		}
-		if d <= bound && in+d > bound {
-			return st.h.cursor - (bound - d)
-		}
-		if next := s.board.hint.NextNs; next > s.now && next != scheduler.NoneExpected && in+d > next-s.now {
+		h := s.board.hint
+		switch {
+		case h.NextNs == scheduler.NoneExpected || h.NextNs == 0:
+		case h.NextNs > s.now && in+d > h.NextNs-s.now:
 			// It would still run when a better priority is predicted
-			// back: not before that has come (or the prediction passed).
-			return next + 1
+			// back: not before it has come, or its window passed.
+			return max(h.NextNs, h.NextLateNs) + 1
+		case h.NextNs <= s.now && s.now <= h.NextLateNs:
+			return h.NextLateNs + 1 // it is due
 		}
 		return s.now
 	}
@@ -149,7 +168,7 @@ func (s *sim) resumeOK(st *svcState, k Kernel) bool {
 	// k must be done before the better priority's next run; and where
 	// nothing of st's is in flight, the gap must pay for the switch to st
 	// and the one back too.
-	in := max(0, st.h.cursor-s.now)
+	in := max(0, s.board.lpCursor-s.now)
 	need := in + st.dur(k.ID)
 	if in == 0 {
 		need += 2 * h.SwitchNs
@@ -163,16 +182,20 @@ func (s *sim) inRun(p uint8) bool {
 	return s.board.level[p] > 0 && s.board.level[p] >= s.board.runEnd[p]
 }
 
-// tookOff records that st's kernel (device seq q, predicted d) went: the
-// cursor moves on by its duration from when it can start — after st's
-// work in flight, or, where a better priority launched since st's last
-// launch, after the switch to st's context.
+// tookOff records that st's kernel (device seq q, predicted d) went: under
+// the µs bound the cursors move on by its duration from when it can start
+// — after the work in flight, or, where a better priority launched since
+// st's last launch, after the switch to st's context; under the count
+// bound it is one more in flight.
 func (s *sim) tookOff(st *svcState, q uint64, d int64) {
 	base := s.now + launchLatency
 	if s.opts.Board && s.above(st) > st.h.last {
 		base += s.board.hint.SwitchNs
 	}
-	st.h.cursor = max(st.h.cursor, base) + d
+	if s.usBound(st) {
+		st.h.cursor = max(st.h.cursor, base) + d
+		s.board.lpCursor = max(s.board.lpCursor, base) + d
+	}
 	st.h.last = s.now
 	if st.h.ktBound == 0 {
 		st.h.inflight = append(st.h.inflight, q)

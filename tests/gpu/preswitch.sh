@@ -51,7 +51,7 @@ rm -f /dev/shm/fikit-preswitch-$$
 python3 tests/gpu/calibrate.py probe "$out/probe-gpu.jsonl" "$out/probe-sim.jsonl"
 
 say "2. CUDA-graph ResNet-50 every 8 ms + BERT-base b16: pre-switch off vs on"
-TORCH_HP="--model resnet50 --batch 1 --graph" TORCH_LP="--model bert --batch 16" TORCH_EVERY_MS=8 \
+TORCH_HP="--model resnet50 --batch 1 --graph" TORCH_LP="--model bert --batch 16" TORCH_EVERY=8 \
 	step 420 "torch pair" tests/gpu/torch.sh "$out" sharing fikit:on fikit-pre:on:--pre-switch
 python3 - "$out/torch-status.json" <<'PY'
 import json, sys

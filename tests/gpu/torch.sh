@@ -19,8 +19,7 @@
 # Default modes: sharing fikit:on fikit-udp:off. Every service runs with a
 # time limit; results are WORKDIR/t-*.jsonl, summarised by summary.py.
 # TORCH_HP and TORCH_LP replace the services' torch_service.py arguments,
-# TORCH_EVERY_MS the HP's request interval (tests/gpu/preswitch.sh runs the
-# CUDA-graph ResNet-50 every 8 ms beside BERT-base batch 16).
+# TORCH_EVERY the HP's request interval in ms (10).
 set -u
 work=$1
 shift
@@ -30,7 +29,7 @@ B=$PWD/bin
 svc=tests/gpu/torch_service.py
 read -r -a HP <<<"${TORCH_HP:---model resnet50 --batch 1}"
 read -r -a LP <<<"${TORCH_LP:---model resnet101 --batch 16}"
-every=${TORCH_EVERY_MS:-10}
+every=${TORCH_EVERY:-10}
 sched=127.0.0.1:7171
 data=$work/data
 served=

@@ -152,10 +152,12 @@ func (b *Board) SetRegistered(gpu int, mask uint64) {
 
 // Hint is what the daemon tells a GPU's hooks to act on without asking
 // (docs/scheduler.md "Switches, bounds and arrivals"): the better
-// priorities' next predicted run (0 unknown, NoneExpected none), the switch
-// the policy assumes, and whether and which waiting task may resume.
+// priorities' next predicted run (0 unknown, NoneExpected none) and the
+// latest it is expected, the switch the policy assumes, and whether and
+// which waiting task may resume.
 type Hint struct {
 	NextNs     uint64
+	NextLateNs uint64
 	SwitchNs   uint64
 	Resume     bool
 	ResumeTask uint32
@@ -168,6 +170,7 @@ func (b *Board) SetHint(gpu int, h Hint) {
 	}
 	o := headerSize + gpu*gpuStride
 	b.word(o + offNext).Store(h.NextNs)
+	b.word(o + offNextLate).Store(h.NextLateNs)
 	b.word(o + offSwitch).Store(h.SwitchNs)
 	b.word32(o + offResumeTask).Store(h.ResumeTask)
 	var f uint32
@@ -188,6 +191,15 @@ func (b *Board) RunEnd(gpu, prio int, at int64) {
 	if b.word32(headerSize+gpu*gpuStride+offSleepers).Load() != 0 {
 		b.wake(gpu)
 	}
+}
+
+// Cursor is section gpu's device-time cursor: the predicted end of the
+// bounded tasks' work there, as their hooks keep it (0: none).
+func (b *Board) Cursor(gpu int) int64 {
+	if b.mem == nil || gpu < 0 || gpu >= GPUs {
+		return 0
+	}
+	return int64(b.word(headerSize + gpu*gpuStride + offCursor).Load())
 }
 
 // RunEnds returns the latest run end the hooks wrote for each priority of

@@ -227,7 +227,11 @@ func TestCreateOnAFullFileSystem(t *testing.T) {
 	}
 	// The last GPU section and the last slot, written into a full file
 	// system: no fault.
-	b.SetHint(GPUs-1, Hint{NextNs: 1, SwitchNs: 2, Resume: true, ResumeTask: 3})
+	b.SetHint(GPUs-1, Hint{NextNs: 1, NextLateNs: 4, SwitchNs: 2, Resume: true, ResumeTask: 3})
+	o := headerSize + (GPUs-1)*gpuStride
+	if n, l := b.word(o+offNext).Load(), b.word(o+offNextLate).Load(); n != 1 || l != 4 {
+		t.Errorf("next_ns %d next_late_ns %d, want 1 4", n, l)
+	}
 	if !b.Claim(Slots - 1) {
 		t.Fatal("claim of the last slot")
 	}

@@ -29,6 +29,8 @@ const (
 	offFlags      = 204 // u32, daemon: FlagResume
 	offWake       = 208 // u32, futex word: bumped at a run end with sleepers, and at a slot answer
 	offSleepers   = 212 // u32, hooks: threads sleeping on wake
+	offNextLate   = 216 // u64, daemon: the latest the next run is expected (next_ns's window)
+	offCursor     = 224 // u64, hooks: the predicted end of the bounded tasks' work on the GPU
 	FileSize      = 8192
 	layoutBytes   = headerSize + GPUs*gpuStride
 	// Waiter slots fill the rest of the file: task t's is t mod Slots.
@@ -97,6 +99,8 @@ var Layout = []LayoutEntry{
 	word32("gpu.flags", offFlags),
 	word32("gpu.wake", offWake),
 	word32("gpu.sleepers", offSleepers),
+	word64("gpu.next_late_ns", offNextLate),
+	word64("gpu.cursor_ns", offCursor),
 	constant("slots_offset", slotsOff),
 	constant("slot_stride", slotStride),
 	constant("slots", Slots),

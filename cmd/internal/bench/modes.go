@@ -42,9 +42,33 @@ var modeSpecs = []modeSpec{
 var (
 	colocModes   = []string{ModeSharing, ModeFikit, ModeFikitUDP}
 	controlModes = append(append([]string(nil), colocModes...), ModeFikitCPU)
-	// The workloads run the pre-switch too (preswitch.go).
-	workloadModes = append(append([]string(nil), colocModes...), ModeFikitPreSwitch)
 )
+
+// ablationModes are the gate's ablations (scheduler.Variants) as mode rows,
+// in the variants' order: fikit under a daemon with the variant's settings.
+// The variant "all" is the defaults, ModeFikit itself, and not run twice.
+var ablationModes = func() []string {
+	var names []string
+	for _, v := range scheduler.Variants {
+		if v.Name == scheduler.VariantAll {
+			names = append(names, ModeFikit)
+			continue
+		}
+		modeSpecs = append(modeSpecs, modeSpec{Name: ablationMode(v.Name), Title: "fikit, " + v.Title, Hooked: true,
+			Scheduler: func(c *scheduler.Config) {
+				// The variants' settings are checked by the scheduler's
+				// tests: an error here is a bug there.
+				if err := v.Apply(c); err != nil {
+					panic(err)
+				}
+			}})
+		names = append(names, ablationMode(v.Name))
+	}
+	return names
+}()
+
+// ablationMode is the mode name of variant v.
+func ablationMode(v string) string { return "fikit_" + v }
 
 // modeByName is the row of a mode; false if there is none.
 func modeByName(name string) (modeSpec, bool) {

@@ -112,6 +112,7 @@ func WriteReport(w io.Writer, res *Results) error {
 			"of that mean beside a BERT-base batch 16 LP, the H200's pair (docs/bench.md \"On a real GPU\"), and an eager, "+
 			"launch-bound ResNet-50 batch 1 HP every 10 ms beside a ResNet-50 training job (forward, backward, optimizer "+
 			"step, a synchronisation per step). The simulator's prediction of each is in `results.json` (`sim`).")
+	ablationTable(p, sections(res, SecWorkloads))
 	preSwitchSection(p, res)
 	ratioSection(p, res)
 	microSection(p, res)

@@ -58,7 +58,7 @@ func (s *Server) publishHints() {
 		case h.NextNs == scheduler.NoneExpected:
 			bh.NextNs = board.NoneExpected
 		case h.NextNs > 0:
-			bh.NextNs = uint64(h.NextNs)
+			bh.NextNs, bh.NextLateNs = uint64(h.NextNs), uint64(max(h.NextLateNs, h.NextNs))
 		}
 		if s.hinted[sec] != bh {
 			s.hinted[sec] = bh

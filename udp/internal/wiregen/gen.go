@@ -449,8 +449,9 @@ func layoutText() []byte {
 	}
 	b.WriteString(`# magic is the bytes "FIKITBD1"; version 2; gpus 16; level p of GPU section i at 64 + 256 i + 16 + 8 p;
 # registered: bit p set while a task of priority p is registered on the GPU (written by the daemon);
-# run_end_ns p: the latest run end of priority p (hooks); next_ns, switch_ns, resume_task, flags:
-# the daemon's hints (udp/board/board.go Hint); wake: futex word of the GPU's sleeping waiters;
+# run_end_ns p: the latest run end of priority p (hooks); next_ns, next_late_ns, switch_ns, resume_task,
+# flags: the daemon's hints (udp/board/board.go Hint); wake: futex word of the GPU's sleeping waiters;
+# cursor_ns: the predicted end of the bounded tasks' work on the GPU (hooks, docs/scheduler.md);
 # task t's waiter slot is slot t mod slots, at slots_offset + slot_stride (t mod slots): task, gen,
 # grant_seq, credit, seen_ns, expires_ns, hold_ns written by the daemon, wait_seq by the hook; gen is
 # the futex word (udp/board/board.go)
