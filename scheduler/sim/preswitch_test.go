@@ -64,14 +64,7 @@ func simulatePreSwitch(t *testing.T, poisson bool, settings ...[]string) (sharin
 	}
 	alone := q(run(Exclusive, nil), 0.5)
 	fig := func(r *Result) preSwitchFigures {
-		s, from, to := r.Services[1], r.Services[0].Span[0], r.Services[0].Span[1]
-		n := 0
-		for i, st := range s.Starts {
-			if st >= from && st+s.JCTs[i] <= to {
-				n++
-			}
-		}
-		return preSwitchFigures{p50: q(r, 0.5) / alone, p99: q(r, 0.99) / alone, lpRuns: n, warmups: r.Services[0].Warmups, core: r.Core}
+		return preSwitchFigures{p50: q(r, 0.5) / alone, p99: q(r, 0.99) / alone, lpRuns: lpRunsInSpan(r), warmups: r.Services[0].Warmups, core: r.Core}
 	}
 	sharing = fig(run(Sharing, nil))
 	for _, set := range settings {
