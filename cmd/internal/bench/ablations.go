@@ -40,7 +40,7 @@ func ablationTable(p printer, scs []Scenario) {
 		"`scheduler.Variants`) alone on top of today's gate, and all together (fikit's defaults), in the same run. " +
 		"*GPU p99*: the HP's blocked time at its p99 run over its p50 alone; *LP*: its runs per second inside the " +
 		"HP's span.\n\n")
-	p("%s", "| workload | gate | HP p50 × alone | HP p99 × alone p50 | HP p99 × alone p99 | GPU p99 | LP % of alone | LP % of sharing | fill |\n" +
+	p("%s", "| workload | gate | HP p50 × alone | HP p99 × alone p50 | HP p99 × alone p99 | GPU p99 | LP % of alone | LP % of sharing | fill |\n"+
 		"|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		p("%s", r)
