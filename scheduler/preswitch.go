@@ -34,12 +34,11 @@ type Warmup struct {
 }
 
 const (
-	// preSwitchArrivals intervals between run starts, within periodicCV
-	// of their mean, make a holder's arrivals steady enough for a
-	// pre-switch: fewer than the class needs (minArrivals), so that a
-	// service's first requests after it registered are not all paid for
-	// (a wrong guess costs the low priority a lead and a guard; the
-	// auto-off bounds how often).
+	// preSwitchArrivals intervals between run starts make a holder's
+	// arrivals steady enough for a pre-switch (steadyArrivals): fewer than
+	// the class needs (minArrivals), so that a service's first requests
+	// after it registered are not all paid for (a wrong guess costs the
+	// low priority a lead and a guard; the auto-off bounds how often).
 	preSwitchArrivals = 3
 	// preSwitchWindow pre-switches of a task judge its hit rate; fewer
 	// than preSwitchMinHits hits among them turn it off for the task.
@@ -69,7 +68,7 @@ type preSwitchTask struct {
 
 // preSwitchTarget is the holder of g a pre-switch may be made for (nil:
 // none): the best registered priority, alone at it and holding, sharing,
-// between runs with steady arrivals (arrivals.steady), not turned off, on a GPU where a
+// between runs with steady arrivals (steadyArrivals), not turned off, on a GPU where a
 // switch costs something and someone lower wants the GPU.
 func (n *Node) preSwitchTarget(g *gpu) *task {
 	if !n.cfg.PreSwitch || g.sw.mps || n.switchCost(g) <= 0 {
@@ -90,7 +89,7 @@ func (n *Node) preSwitchTarget(g *gpu) *task {
 		h = t
 	}
 	if h == nil || h.role != RoleHolder || h.phase != PhaseSharing || h.inRun || h.pre.off ||
-		h.nextLaunch == 0 || !h.arr.steady() {
+		h.nextLaunch == 0 || !h.steadyArrivals() {
 		return nil
 	}
 	for _, t := range g.tasks {
@@ -270,12 +269,13 @@ func (n *Node) PreSwitches() []PreSwitchInfo {
 	return out
 }
 
-// steady reports whether the intervals look periodic enough for a
-// pre-switch (preSwitchArrivals of them, CV ≤ periodicCV).
-func (a *arrivals) steady() bool {
-	if a.n < preSwitchArrivals {
-		return false
-	}
-	_, cv := a.stats()
-	return cv <= periodicCV
+// steadyArrivals reports whether t's recent runs started on a clock: its
+// last intervals between run starts (the run-gap predictor's, up to four;
+// preSwitchArrivals at least) differ by at most periodicCV of the least.
+// Recent ones, not the arrival class's sixteen: one odd interval at a
+// service's start (its warm-up, a pause) kept the class from periodic for
+// sixteen requests, each of which paid the switch.
+func (t *task) steadyArrivals() bool {
+	r := &t.runStarts
+	return r.n >= preSwitchArrivals && float64(r.spread()) <= periodicCV*float64(r.least())
 }

@@ -102,13 +102,13 @@ func TestPreSwitchPeriodicHits(t *testing.T) {
 }
 
 // TestPreSwitchAutoOff: a holder whose requests come later than predicted
-// two times in three (intervals 8, 12, 12 ms: still periodic by their CV)
+// two times in three (intervals 9, 11, 11 ms: steady enough for one)
 // misses most pre-switches; after a window of them it gets none.
 func TestPreSwitchAutoOff(t *testing.T) {
 	r := newPreSwitchRig(t)
 	at := int64(0)
 	for i := 0; i < 120; i++ {
-		at += []int64{8, 12, 12}[i%3] * int64(time.Millisecond)
+		at += []int64{9, 11, 11}[i%3] * int64(time.Millisecond)
 		r.run(at)
 	}
 	s := r.n.Stats()
