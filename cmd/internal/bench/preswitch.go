@@ -37,22 +37,26 @@ func preSwitchSection(p printer, res *Results) {
 		"request the LP stops, the HP's hook makes its context resident, and the request pays no switch " +
 		"(docs/scheduler.md \"The pre-switch\"). **On simgpu the gain is by construction**: its device keeps an idle " +
 		"context resident until another submits, which a GPU has yet to confirm (`tests/gpu/preswitch.sh`, outstanding); " +
-		"the LP's share is the price, paid on any device. HP ratios are wall clock against alone (interference: " +
-		"simgpu's blocked time, p50 / p99 % of the JCT alone); LP share is its runs per second of the HP's span " +
-		"against default sharing's.\n\n")
-	p("| workload | HP arrivals | fikit p50 / p99 × alone | interference | + pre-switch p50 / p99 × alone | interference | LP share of sharing's: fikit | + pre-switch |\n|---|---|---|---|---|---|---|---|\n")
+		"the LP's share is the price, paid on any device. HP ratios are wall clock: p50 and p99 against the p50 alone, " +
+		"and p99 against the p99 alone (interference: simgpu's blocked time, p50 / p99 %% of the JCT alone); LP " +
+		"share is its runs per second of the HP's span against default sharing's.\n\n")
+	p("| workload | HP arrivals | fikit p50 / p99 × alone p50 / p99 × alone p99 | interference | + pre-switch p50 / p99 × alone p50 / p99 × alone p99 | interference | LP share of sharing's: fikit | + pre-switch |\n|---|---|---|---|---|---|---|---|\n")
 	for _, sc := range scs {
-		d := sc.Derived
-		fk, on, sh := sc.Mode(ModeFikit), sc.Mode(ModeFikitPreSwitch), sc.Mode(ModeSharing)
+		fk, on, sh, ex := sc.Mode(ModeFikit), sc.Mode(ModeFikitPreSwitch), sc.Mode(ModeSharing), mode(sc, ModeExclusive)
+		ratios := func(m *ModeResult) string {
+			if m == nil || ex.HP.P50 <= 0 || ex.HP.P99 <= 0 {
+				return "–"
+			}
+			return x(m.HP.P50/ex.HP.P50) + " / " + x(m.HP.P99/ex.HP.P50) + " / " + x(m.HP.P99/ex.HP.P99)
+		}
 		share := func(m *ModeResult) string {
 			if s := lpRate(sh); s > 0 && m != nil {
 				return pctv(100 * lpRate(m) / s)
 			}
 			return "–"
 		}
-		p("| %s | %s | %s / %s | %s | %s / %s | %s | %s | %s |\n", sc.Name, arrivals(spec(sc.HP)),
-			x(d.HPVsAloneP50[ModeFikit]), x(d.HPVsAloneP99[ModeFikit]), interference(fk),
-			x(d.HPVsAloneP50[ModeFikitPreSwitch]), x(d.HPVsAloneP99[ModeFikitPreSwitch]), interference(on), share(fk), share(on))
+		p("| %s | %s | %s | %s | %s | %s | %s | %s |\n", sc.Name, arrivals(spec(sc.HP)), ratios(fk), interference(fk),
+			ratios(on), interference(on), share(fk), share(on))
 	}
 	p("\n")
 }
