@@ -54,6 +54,8 @@ type preSwitch struct {
 	// asked; warmed when it was asked (0: not yet); until when the low
 	// priorities go on if the holder has not come.
 	next, stop, warmed, until int64
+	// key is the holder's nextLaunch it was made for (doneNext's).
+	key int64
 	// done: the pre-switch for next is over (a miss, or skipped): none
 	// again for the same prediction.
 	doneNext int64
@@ -115,10 +117,14 @@ func (n *Node) preSwitchStop(g *gpu) int64 {
 		return p.stop
 	}
 	h := n.preSwitchTarget(g)
-	if h == nil || h.nextLaunch == g.pre.doneNext || h.nextLaunch <= n.now {
+	if h == nil || h.nextLaunch == g.pre.doneNext {
 		return 0
 	}
-	return h.nextLaunch - n.preSwitchLead(g)
+	next := h.preSwitchNext()
+	if next <= n.now {
+		return 0
+	}
+	return next - n.preSwitchLead(g)
 }
 
 // preSwitchUntil is when g's planned or current pre-switch lets the low
@@ -130,7 +136,7 @@ func (n *Node) preSwitchUntil(g *gpu) int64 {
 	if n.preSwitchStop(g) == 0 {
 		return 0
 	}
-	return n.preSwitchTarget(g).nextLaunch + n.cfg.PreSwitchGuard
+	return n.preSwitchTarget(g).preSwitchNext() + n.cfg.PreSwitchGuard
 }
 
 // preSwitchHolds reports whether g's low priorities are stopped for a
@@ -148,7 +154,7 @@ func (n *Node) preSwitchStep(g *gpu) {
 	switch {
 	case p.task == nil:
 	case n.tasks[p.task.id] != p.task || p.task.role != RoleHolder:
-		*p = preSwitch{doneNext: p.next, seq: p.seq} // its holder left or lost its role
+		*p = preSwitch{doneNext: p.key, seq: p.seq} // its holder left or lost its role
 	case p.warmed == 0 && n.now < p.stop:
 		// Planned again until its stop: the prediction moves as reports
 		// come (a run end after its last kernel's launch).
@@ -160,13 +166,14 @@ func (n *Node) preSwitchStep(g *gpu) {
 			return
 		}
 		h := n.preSwitchTarget(g)
-		*p = preSwitch{task: h, next: h.nextLaunch, stop: stop, until: h.nextLaunch + n.cfg.PreSwitchGuard,
+		next := h.preSwitchNext()
+		*p = preSwitch{task: h, next: next, stop: stop, until: next + n.cfg.PreSwitchGuard, key: h.nextLaunch,
 			doneNext: p.doneNext, seq: p.seq}
 	}
 	if n.now >= p.until {
 		n.preSwitchOutcome(p.task, false)
 		n.stats.PreSwitchMisses++
-		*p = preSwitch{doneNext: p.next, seq: p.seq}
+		*p = preSwitch{doneNext: p.key, seq: p.seq}
 		return
 	}
 	if p.warmed != 0 || n.now < p.stop {
@@ -178,7 +185,7 @@ func (n *Node) preSwitchStep(g *gpu) {
 	if g.lpBusyUntil >= p.next {
 		// Their work is predicted to run into the request: a warm-up
 		// would not be in time; they go on.
-		*p = preSwitch{doneNext: p.next, seq: p.seq}
+		*p = preSwitch{doneNext: p.key, seq: p.seq}
 		return
 	}
 	if g.lpBusyUntil > n.now {
@@ -226,7 +233,7 @@ func (n *Node) preSwitchArrived(h *task, at int64) bool {
 	default:
 		n.stats.PreSwitchEarly++ // it came before the warm-up
 	}
-	*p = preSwitch{doneNext: p.next, seq: p.seq}
+	*p = preSwitch{doneNext: p.key, seq: p.seq}
 	return hit
 }
 
@@ -278,4 +285,35 @@ func (n *Node) PreSwitches() []PreSwitchInfo {
 func (t *task) steadyArrivals() bool {
 	r := &t.runStarts
 	return r.n >= preSwitchArrivals && float64(r.spread()) <= periodicCV*float64(r.least())
+}
+
+// preSwitchNext is when t's next run is expected for a pre-switch: its
+// predicted next launch, or earlier where its clock says so. A run start
+// is its request's tick plus however late the service woke for it; the
+// predictor anchors the next run on the latest start, so one late start
+// moved the prediction — and the warm-up — past the next tick, and the
+// request came before its warm-up. Projected from each of its recent
+// starts by the intervals' mean, the earliest tick is the clock's.
+func (t *task) preSwitchNext() int64 {
+	next := t.nextLaunch
+	a := &t.arr
+	m := min(a.n, len(t.runStarts.v))
+	if m == 0 || t.lastRunStart == 0 {
+		return next
+	}
+	var sum int64
+	for j := 1; j <= m; j++ {
+		sum += a.iv[(a.i-j+len(a.iv))%len(a.iv)]
+	}
+	period := sum / int64(m)
+	start := t.lastRunStart
+	for j := 0; j <= m; j++ {
+		if j > 0 {
+			start -= a.iv[(a.i-j+len(a.iv))%len(a.iv)]
+		}
+		if tick := start + int64(j+1)*period; tick > t.lastRunStart && tick < next {
+			next = tick
+		}
+	}
+	return next
 }
