@@ -287,33 +287,39 @@ func (t *task) steadyArrivals() bool {
 	return r.n >= preSwitchArrivals && float64(r.spread()) <= periodicCV*float64(r.least())
 }
 
-// preSwitchNext is when t's next run is expected for a pre-switch: its
-// predicted next launch, or earlier where its clock says so. A run start
-// is its request's tick plus however late the service woke for it; the
-// predictor anchors the next run on the latest start, so one late start
-// moved the prediction — and the warm-up — past the next tick, and the
-// request came before its warm-up. Projected from each of its recent
-// starts by the intervals' mean, the earliest tick is the clock's.
+// preSwitchNext is when t's next run is expected for a pre-switch: by its
+// clock. A run start is its request's tick plus however late the service
+// woke for it; the run-gap predictor anchors the next run on the latest
+// start (one late start moved the prediction past the next tick, and the
+// request came before its warm-up) or on the latest run end (an eager
+// service seen to end a run early had its warm-ups asked 6 ms early, each
+// a miss that cost the low priority the rest of the interval). Projected
+// from each of its recent starts by their mean interval, the earliest
+// tick after the latest start is the clock's; the predicted next launch
+// where no interval is known.
 func (t *task) preSwitchNext() int64 {
-	next := t.nextLaunch
 	a := &t.arr
 	m := min(a.n, len(t.runStarts.v))
 	if m == 0 || t.lastRunStart == 0 {
-		return next
+		return t.nextLaunch
 	}
 	var sum int64
 	for j := 1; j <= m; j++ {
 		sum += a.iv[(a.i-j+len(a.iv))%len(a.iv)]
 	}
 	period := sum / int64(m)
+	next := int64(0)
 	start := t.lastRunStart
 	for j := 0; j <= m; j++ {
 		if j > 0 {
 			start -= a.iv[(a.i-j+len(a.iv))%len(a.iv)]
 		}
-		if tick := start + int64(j+1)*period; tick > t.lastRunStart && tick < next {
+		if tick := start + int64(j+1)*period; tick > t.lastRunStart && (next == 0 || tick < next) {
 			next = tick
 		}
+	}
+	if next == 0 {
+		return t.nextLaunch
 	}
 	return next
 }
