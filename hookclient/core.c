@@ -304,6 +304,12 @@ static void on_answer(fk_core *c, const fk_ev *ev, fk_acts *out)
  * to drop: the request then pays the switch, as without the pre-switch. */
 static int warm_ok(const fk_core_task *t, const fk_ev *ev)
 {
+	/* A MIG instance ("NVIDIA A100-SXM4-40GB MIG 1g.5gb"): off, as in the
+	 * daemon (its switch was never measured). */
+	static const char mig[] = " MIG ";
+	for (size_t i = 0; t->dev_name && i + sizeof mig - 1 <= t->dev_name_len; i++)
+		if (!memcmp(t->dev_name + i, mig, sizeof mig - 1))
+			return 0;
 	return t->v.state == FK_ST_ACTIVE && (t->v.mode & FK_MODE_HOLDER) && !(t->v.mode & FK_MODE_MEASURE) &&
 	       !ev->in_run && !ev->capturing && !ev->ctx_gone;
 }

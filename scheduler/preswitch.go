@@ -1,5 +1,7 @@
 package scheduler
 
+import "strings"
+
 // This file is the pre-switch (docs/scheduler.md "The pre-switch"): on a
 // time-sliced GPU a holder's request after low-priority work pays the
 // context switch back to its context (about 140 µs on an H200) inside the
@@ -12,9 +14,9 @@ package scheduler
 // warm-up meets today's early stop.
 //
 // Safeguards: only the best registered priority on its GPU, alone at it, in
-// the sharing phase, between its runs, with periodic arrivals (a Poisson or
+// the sharing phase, between its runs, with steady arrivals (a Poisson or
 // bursty service's next request cannot be told ahead); never under MPS (no
-// switch to pay); and per task automatically off once its hit rate over its
+// switch to pay) or on a MIG instance; and per task automatically off once its hit rate over its
 // last preSwitchWindow pre-switches is below preSwitchMinHits. The hook adds
 // its own (hookclient/warm.c): never during a run or a stream capture, only
 // in the service's own context, stopped by context destruction, exit and
@@ -90,7 +92,7 @@ func (n *Node) preSwitchTarget(g *gpu) *task {
 		}
 		h = t
 	}
-	if h == nil || h.role != RoleHolder || h.phase != PhaseSharing || h.inRun || h.pre.off ||
+	if h == nil || h.role != RoleHolder || h.phase != PhaseSharing || h.inRun || h.pre.off || onMIG(h.model) ||
 		h.nextLaunch == 0 || !h.steadyArrivals() {
 		return nil
 	}
@@ -323,3 +325,8 @@ func (t *task) preSwitchNext() int64 {
 	}
 	return next
 }
+
+// onMIG reports whether a device of this model name is a MIG instance
+// (the driver names one "NVIDIA A100-SXM4-40GB MIG 1g.5gb"): the
+// pre-switch is off there, its switch never having been measured.
+func onMIG(model string) bool { return strings.Contains(model, " MIG ") }

@@ -126,7 +126,7 @@ func TestPreSwitchAutoOff(t *testing.T) {
 }
 
 // TestPreSwitchSafeguards: no warm-up with the setting off (the default),
-// for Poisson-like arrivals, or under MPS.
+// for Poisson-like arrivals, on a MIG instance, or under MPS.
 func TestPreSwitchSafeguards(t *testing.T) {
 	drive := func(r *preSwitchRig, gaps func(i int) int64) uint64 {
 		at := int64(0)
@@ -144,6 +144,11 @@ func TestPreSwitchSafeguards(t *testing.T) {
 	irregular := []int64{2, 25, 4, 9, 1, 14, 30, 3, 7, 2, 18, 5}
 	if n := drive(newPreSwitchRig(t), func(i int) int64 { return irregular[i%len(irregular)] * int64(time.Millisecond) }); n != 0 {
 		t.Errorf("Poisson-like arrivals: %d warm-ups", n)
+	}
+	mig := newPreSwitchRig(t)
+	mig.n.tasks[1].model = "NVIDIA A100-SXM4-40GB MIG 1g.5gb" // a MIG instance's device name
+	if n := drive(mig, steady); n != 0 {
+		t.Errorf("MIG: %d warm-ups", n)
 	}
 	mps := newPreSwitchRig(t, "switch-cost=auto")
 	mps.n.gpus["G0"].sw.mps = true // a hook found MPS (SwitchCalibrated{MPS: true})
