@@ -129,6 +129,11 @@ SAN_RT_tsan    = libtsan.so
 SAN_ENV_asan   = HOOK_LAUNCHER_FORK_SETTLE_MS=300 ASAN_OPTIONS=halt_on_error=1:exitcode=86:detect_leaks=1:log_path=$(BUILD)/asan/reports/asan \
                  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=86:log_path=$(BUILD)/asan/reports/ubsan \
                  LSAN_OPTIONS=exitcode=86
+# TSan disables itself in the child of a multi-threaded fork and may hang
+# there (google/sanitizers#453; LLVM's #96600 review): the fork path's child
+# lost its launches in ~1 of 10 TSan runs. ASan covers that path.
+SAN_SKIP_asan  =
+SAN_SKIP_tsan  = ^TestHookPaths$$/^fork$$
 SAN_ENV_tsan   = TSAN_OPTIONS=halt_on_error=1:exitcode=86:second_deadlock_stack=1:die_after_fork=0:log_path=$(BUILD)/tsan/reports/tsan
 .PHONY: test-asan test-tsan test-san-%
 test-asan: test-san-asan
@@ -141,7 +146,7 @@ test-san-%: cuda-headers
 		CC="$(CC) $(SAN_FLAGS_$*)" hook simgpu test-hook test-simgpu
 	rt=$$(readlink -f $$($(CC) -print-file-name=$(SAN_RT_$*))); \
 	  $(SAN_ENV_$*) FIKIT_TEST_PRELOAD=$$rt FIKIT_BIN=$(BIN)/$* $(GOCUDA) \
-	  $(GO) test -count=1 -timeout 20m -run '$(SAN_TESTS)' $(GOTESTFLAGS) ./tests/
+	  $(GO) test -count=1 -timeout 20m -run '$(SAN_TESTS)' $(if $(SAN_SKIP_$*),-skip '$(SAN_SKIP_$*)') $(GOTESTFLAGS) ./tests/
 	@if grep -l -E 'ERROR: |runtime error|WARNING: ThreadSanitizer' $(BUILD)/$*/reports/* 2>/dev/null; then \
 	  echo "$* reports:"; cat $(BUILD)/$*/reports/*; exit 1; fi; \
 	  echo "$*: no reports ($$(ls $(BUILD)/$*/reports | wc -l) files of runtime warnings only)"

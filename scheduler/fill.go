@@ -643,7 +643,8 @@ func (n *Node) fillIdle(g *gpu) {
 
 // roomBeforeNext is the GPU time left before g's holders are predicted
 // back (less a switch): none while one's run is due (inside its predicted
-// window, nextRunWindow), no limit when none is predicted ahead or due.
+// window, nextRunWindow) or while an active one's arrivals are still being
+// learned, no limit when none is predicted ahead or due.
 func (n *Node) roomBeforeNext(g *gpu) int64 {
 	next := int64(math.MaxInt64)
 	for _, h := range g.tasks {
@@ -656,15 +657,21 @@ func (n *Node) roomBeforeNext(g *gpu) int64 {
 			next = mini(next, at)
 		case ok && late >= n.now:
 			return 0 // its run is due: nothing fits before it
+		case h.phase == PhaseSharing && n.wants(h) && h.arr.class() == ArrivalsUnknown:
+			// Its arrivals are still being learned: no prediction yet,
+			// or one from a few intervals that has passed. A long kernel
+			// waits for the idle period's starvation guard instead.
+			return 0
 		}
 	}
+	room := int64(math.MaxInt64)
+	if next != math.MaxInt64 {
+		room = next - n.now - n.switchCost(g)
+	}
 	if stop := n.preSwitchStop(g); stop > 0 {
-		return stop - n.now // the low priority off the device for a warm-up
+		room = mini(room, stop-n.now) // the low priority off the device for a warm-up
 	}
-	if next == math.MaxInt64 {
-		return next
-	}
-	return next - n.now - n.switchCost(g)
+	return room
 }
 
 // idleStarveAt is when an idle period's GPU, without low-priority work,

@@ -547,6 +547,25 @@ func TestHookSilentAfterGoodbye(t *testing.T) {
 // in the hook's debug log: every run has its records or that line.
 func TestHookProfilingExit(t *testing.T) {
 	launcher := requireBins(t, "hook-launcher")[0]
+	// The hook withholds a run in which a launch call stalled, which a
+	// loaded or sanitized host does often; a withheld run is right, but
+	// shows nothing of the exit path. An attempt whose every run was
+	// withheld is repeated, a few times at most: what is asserted holds
+	// in every attempt, and one attempt must ship records at exit.
+	const attempts = 4
+	for a := 1; a <= attempts; a++ {
+		if profilingExitAttempt(t, launcher) {
+			return
+		}
+		t.Logf("attempt %d: all runs withheld as unreliable (stalled launch calls); again", a)
+	}
+	t.Errorf("all runs withheld as unreliable in %d attempts: nothing shows records are shipped at exit", attempts)
+}
+
+// profilingExitAttempt runs three profiled runs and checks what reached
+// the scheduler; it says whether some run's records were shipped.
+func profilingExitAttempt(t *testing.T, launcher string) bool {
+	t.Helper()
 	sched := newFakeSched(t, schedPolicy{Role: udp.RoleHolder, Phase: udp.PhaseProfiling})
 	env := hookEnv(t, uniqueShm(t), sched.Addr(), "FIKIT_CONNECT_TIMEOUT_MS=3000", "FIKIT_LOG=debug")
 	r := runCmd(t, hookTimeout, env, launcher, kernelsPTX(t), "direct", "3", "20000")
@@ -578,7 +597,7 @@ func TestHookProfilingExit(t *testing.T) {
 		}
 	}
 	if len(ends) != 3 || len(ofType[*udp.Goodbye](msgs)) != 1 {
-		t.Fatalf("%d RunEnds, %d Goodbyes; want 3, 1", len(ends), len(ofType[*udp.Goodbye](msgs)))
+		t.Fatalf("%d RunEnds, %d Goodbyes; want 3, 1\n%s", len(ends), len(ofType[*udp.Goodbye](msgs)), tail(r.Stderr, 3000))
 	}
 	withheld := 0
 	for _, e := range ends {
@@ -590,12 +609,10 @@ func TestHookProfilingExit(t *testing.T) {
 			t.Errorf("run %d: %d records of 3, and the hook did not say it withheld them\n%s", e.Run, n, tail(r.Stderr, 1500))
 		}
 	}
-	if withheld == len(ends) {
-		t.Errorf("all %d runs withheld as unreliable: nothing shows records are shipped at exit", withheld)
-	}
 	if withheld > 0 {
 		t.Logf("%d run withheld by the hook as unreliable (a stalled launch call)", withheld)
 	}
+	return withheld < len(ends)
 }
 
 // TestFikitRunParentDeath: `fikit run` killed outright (SIGKILL cannot be

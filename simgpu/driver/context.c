@@ -81,6 +81,8 @@ CUresult sg_ctx_new(int dev, unsigned flags, int prim, sg_ctx **out)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	c->legacy->sid = DM_LEGACY_STREAM;
+	sg_obj_publish(c->legacy);
+	sg_obj_publish(c);
 	*out = c;
 	return CUDA_SUCCESS;
 }

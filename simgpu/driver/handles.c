@@ -97,6 +97,7 @@ void sg_obj_free(void *obj)
 	table *t = &tables[h->type];
 	pthread_mutex_lock(&t->mu);
 	if (h->live) {
+		__atomic_store_n(&h->published, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&h->live, 0, __ATOMIC_RELEASE);
 		if (t->nfree == t->capfree) {
 			uint32_t cap = t->capfree ? t->capfree * 2 : 64;
@@ -141,6 +142,12 @@ void *sg_lookup(uint64_t hv, int type)
 	return h;
 }
 
+void sg_obj_publish(void *obj)
+{
+	sg_hdr *h = obj;
+	__atomic_store_n(&h->published, 1, __ATOMIC_RELEASE);
+}
+
 void sg_obj_each(int type, int (*fn)(void *obj, void *arg), void *arg)
 {
 	table *t = &tables[type];
@@ -149,7 +156,7 @@ void sg_obj_each(int type, int (*fn)(void *obj, void *arg), void *arg)
 	void **live = malloc(sizeof(void *) * (n ? n : 1));
 	for (uint32_t i = 1; live && i < n; i++) {
 		sg_hdr *h = at(t, type, i);
-		if (h && h->live)
+		if (h && __atomic_load_n(&h->published, __ATOMIC_ACQUIRE))
 			live[k++] = h;
 	}
 	pthread_mutex_unlock(&t->mu);

@@ -165,7 +165,7 @@ typedef struct sg_hdr {
 	uint16_t type;
 	uint16_t live;
 	uint32_t idx;
-	uint32_t pad;
+	uint32_t published; /* built whole: sg_obj_each may visit it */
 } sg_hdr;
 
 void *sg_obj_new(int type);                 /* zeroed object with hdr set, live */
@@ -173,7 +173,11 @@ void sg_obj_free(void *obj);                /* handle becomes stale; memory is r
 uint64_t sg_handle(const void *obj);        /* encoded handle of a live object */
 void *sg_lookup(uint64_t h, int type);      /* live object or NULL */
 int sg_handle_type(uint64_t h);             /* type bits of a well-formed handle, else 0 */
-/* Iterate live objects of a type (snapshot; fn returns nonzero to stop). */
+/* An object is live (its handle resolves) from sg_obj_new, but other
+ * threads iterating its type see it only once its constructor has set its
+ * fields and published it: a flusher must not read a context half made. */
+void sg_obj_publish(void *obj);
+/* Iterate published objects of a type (snapshot; fn returns nonzero to stop). */
 void sg_obj_each(int type, int (*fn)(void *obj, void *arg), void *arg);
 
 /* ---- objects --------------------------------------------------------- */

@@ -67,6 +67,7 @@ static CUresult load(const void *image, size_t maxlen, sg_ctx *c, int type, sg_m
 		sg_obj_free(m);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
+	sg_obj_publish(m);
 	*out = m;
 	return CUDA_SUCCESS;
 }

@@ -67,6 +67,7 @@ static CUresult stream_new(sg_ctx *c, unsigned flags, int priority, int per_thre
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	s->sid = sid;
+	sg_obj_publish(s);
 	*out = s;
 	return CUDA_SUCCESS;
 }

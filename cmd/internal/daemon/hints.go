@@ -53,18 +53,26 @@ func (s *Server) publishHints() {
 		if !ok {
 			continue
 		}
-		bh := board.Hint{SwitchNs: uint64(max(h.SwitchNs, 0)), Resume: h.Resume, ResumeTask: uint32(h.ResumeTask)}
-		switch {
-		case h.NextNs == scheduler.NoneExpected:
-			bh.NextNs = board.NoneExpected
-		case h.NextNs > 0:
-			bh.NextNs, bh.NextLateNs = uint64(h.NextNs), uint64(max(h.NextLateNs, h.NextNs))
-		}
+		bh := boardHint(h)
 		if s.hinted[sec] != bh {
 			s.hinted[sec] = bh
 			s.board.SetHint(sec, bh)
 		}
 	}
+}
+
+// boardHint is the core's hint as the board carries it: next and its
+// window's end (never before it) where predicted, NoneExpected as the
+// board's, 0 unknown.
+func boardHint(h scheduler.BoardHint) board.Hint {
+	bh := board.Hint{SwitchNs: uint64(max(h.SwitchNs, 0)), Resume: h.Resume, ResumeTask: uint32(h.ResumeTask)}
+	switch {
+	case h.NextNs == scheduler.NoneExpected:
+		bh.NextNs = board.NoneExpected
+	case h.NextNs > 0:
+		bh.NextNs, bh.NextLateNs = uint64(h.NextNs), uint64(max(h.NextLateNs, h.NextNs))
+	}
+	return bh
 }
 
 // sectionOf is the board section of the GPU with this UUID (hex), as its

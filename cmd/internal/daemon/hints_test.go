@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/udp"
+	"github.com/fikit/fikit/udp/board"
 )
 
 // TestKernelTimesCalibrationHints: a hook on the daemon's host gets its
@@ -70,5 +72,23 @@ func TestKernelTimesCalibrationHints(t *testing.T) {
 	if !waitUntil(5*time.Second, func() bool { _, sw, _, flags := section(); return sw == want && flags == 1 }) {
 		_, sw, _, flags := section()
 		t.Errorf("board switch %d, flags %d; want %d, resume on", sw, flags, want)
+	}
+}
+
+// The core's hint on the board: the next run's window where predicted.
+func TestBoardHint(t *testing.T) {
+	for _, c := range []struct {
+		in   scheduler.BoardHint
+		want board.Hint
+	}{
+		{scheduler.BoardHint{NextNs: 10, NextLateNs: 30, SwitchNs: 5, Resume: true, ResumeTask: 3},
+			board.Hint{NextNs: 10, NextLateNs: 30, SwitchNs: 5, Resume: true, ResumeTask: 3}},
+		{scheduler.BoardHint{NextNs: 10}, board.Hint{NextNs: 10, NextLateNs: 10}},
+		{scheduler.BoardHint{NextNs: scheduler.NoneExpected, NextLateNs: 7}, board.Hint{NextNs: board.NoneExpected}},
+		{scheduler.BoardHint{NextLateNs: 7, SwitchNs: -1}, board.Hint{}},
+	} {
+		if got := boardHint(c.in); got != c.want {
+			t.Errorf("boardHint(%+v) = %+v, want %+v", c.in, got, c.want)
+		}
 	}
 }
