@@ -16,8 +16,9 @@ import "strings"
 // Safeguards: only the best registered priority on its GPU, alone at it, in
 // the sharing phase, between its runs, with steady arrivals (a Poisson or
 // bursty service's next request cannot be told ahead); never under MPS (no
-// switch to pay) or on a MIG instance; and per task automatically off once its hit rate over its
-// last preSwitchWindow pre-switches is below preSwitchMinHits. The hook adds
+// switch to pay) or on a MIG instance; and per task automatically off once
+// its hit rate over its last preSwitchWindow pre-switches is below
+// preSwitchMinHits. The hook adds
 // its own (hookclient/warm.c): never during a run or a stream capture, only
 // in the service's own context, stopped by context destruction, exit and
 // fork. Warm-ups are not the service's launches, runs or interference.
@@ -72,8 +73,9 @@ type preSwitchTask struct {
 
 // preSwitchTarget is the holder of g a pre-switch may be made for (nil:
 // none): the best registered priority, alone at it and holding, sharing,
-// between runs with steady arrivals (steadyArrivals), not turned off, on a GPU where a
-// switch costs something and someone lower wants the GPU.
+// between runs with steady arrivals (steadyArrivals), not turned off, not
+// on a MIG instance, on a GPU where a switch costs something and someone
+// lower wants the GPU.
 func (n *Node) preSwitchTarget(g *gpu) *task {
 	if !n.cfg.PreSwitch || g.sw.mps || n.switchCost(g) <= 0 {
 		return nil
