@@ -11,7 +11,7 @@ HOOK_LIB   := $(BIN)/libfikit_hook.so
 # The library's own objects; the pure ones are also linked into the tests.
 HOOK_SRCS  := auth.c intercept.c table.c htab.c naming.c task.c launch.c graph.c sync.c sender.c \
               waiter.c measure.c wire.c kernelid.c config.c log.c board.c inflight.c core.c control.c \
-              link.c process.c probe.c kerneltimes.c
+              link.c process.c probe.c kerneltimes.c warm.c
 HOOK_PURE  := auth.o table.o htab.o wire.o kernelid.o config.o log.o core.o kerneltimes.o
 HOOK_TESTS := test_kernelid test_wire test_ring test_config test_table test_cache test_board test_auth \
               test_core test_bound

@@ -355,6 +355,25 @@ static void on_answer(fk_core *c, const fk_ev *ev, fk_acts *out)
 	}
 }
 
+/* Whether a warm-up (Warm: the pre-switch) may go for t: it holds and
+ * shares (a task being measured launches nothing of its own), and nothing
+ * the shell saw forbids it — a run under way (its own kernels make the
+ * context resident; the probe would run among them), a stream capture in
+ * the process (a launch on another stream could break a global-mode
+ * capture), a context destroyed or reset. A late or stray Warm is harmless
+ * to drop: the request then pays the switch, as without the pre-switch. */
+static int warm_ok(const fk_core_task *t, const fk_ev *ev)
+{
+	/* A MIG instance ("NVIDIA A100-SXM4-40GB MIG 1g.5gb"): off, as in the
+	 * daemon (its switch was never measured). */
+	static const char mig[] = " MIG ";
+	for (size_t i = 0; t->dev_name && i + sizeof mig - 1 <= t->dev_name_len; i++)
+		if (!memcmp(t->dev_name + i, mig, sizeof mig - 1))
+			return 0;
+	return t->v.state == FK_ST_ACTIVE && (t->v.mode & FK_MODE_HOLDER) && !(t->v.mode & FK_MODE_MEASURE) &&
+	       !ev->in_run && !ev->capturing && !ev->ctx_gone;
+}
+
 static void on_message(fk_core *c, const fk_ev *ev, fk_acts *out)
 {
 	const fk_msg_in *m = &ev->msg;
@@ -389,6 +408,13 @@ static void on_message(fk_core *c, const fk_ev *ev, fk_acts *out)
 	case FK_MSG_CALIBRATE:
 		if (t) {
 			fk_act *a = act(out, FK_ACT_CALIBRATE, ti);
+			a->seq = m->seq;
+			a->ns = m->probe_ns;
+		}
+		break;
+	case FK_MSG_WARM:
+		if (t && warm_ok(t, ev)) {
+			fk_act *a = act(out, FK_ACT_WARM, ti);
 			a->seq = m->seq;
 			a->ns = m->probe_ns;
 		}

@@ -151,6 +151,10 @@ typedef struct fk_ev {
 	uint64_t until;     /* FLUSH: when to give up waiting for the answers */
 	uint64_t host_ns, device_ns; /* CALIBRATED */
 	uint8_t calib_flags;
+	/* MESSAGE (Warm): what the shell sees of the task now: a run under
+	 * way (launches since its last host sync), a stream capture in the
+	 * process, its context destroyed or reset (warm.c). */
+	int in_run, capturing, ctx_gone;
 } fk_ev;
 
 enum fk_act_type {
@@ -167,6 +171,7 @@ enum fk_act_type {
 	FK_ACT_FLUSHED,     /* the flush is over: granted 1 if every task's measurements are durable */
 	FK_ACT_CALIBRATE,   /* time the probe for calibration seq, ns long (probe.c) */
 	FK_ACT_KERNEL_TIMES, /* the message (KernelTimes) is the task's: store its table (kerneltimes.h) */
+	FK_ACT_WARM,         /* launch the hook's kernel, ns long, in the task's context (warm.c) */
 };
 
 typedef struct fk_act {

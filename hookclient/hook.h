@@ -257,6 +257,17 @@ int fk_probe_poll(void);
 int fk_probe_launch(fk_task *t, uint64_t ns);
 void fk_probe_reset_child(void);
 
+/* ---- the pre-switch's warm-up (warm.c) ---- */
+
+/* Sender thread: the warm-up, if nothing forbids it now: 1 if it went. */
+int fk_warm_launch(fk_task *t, uint64_t ns);
+/* What the core's warm_ok looks at: a run of t under way. */
+int fk_warm_in_run(fk_task *t);
+/* t's context was destroyed or reset: no probe from then on (probe.c). */
+int fk_probe_ctx_gone(const fk_task *t);
+/* The context ctx (by_dev: every context of device dev) is going. */
+void fk_probe_forget(CUcontext ctx, CUdevice dev, int by_dev);
+
 /* ---- the core of the process (control.c) ---- */
 
 /* Step ev through the process's core (under its lock): views it changes are

@@ -12,7 +12,6 @@
  * capture) falls back to calling the driver untouched. */
 #include "handlers.h"
 
-atomic_int fk_capturing;
 
 static fk_fn graph_unknown_fn;
 

@@ -91,8 +91,39 @@ static void load(fk_task *t, probe *p)
 	p->ready = 1;
 }
 
-/* One probe launch of ns nanoseconds, then ev (if any) recorded after it. */
-static int launch(probe *p, uint64_t ns, CUevent ev)
+/* A context destroyed or reset (warm.c's handlers): its tasks get no
+ * probe from then on — the module, stream and events died with it, and
+ * their handles may name the application's next ones. Marked under
+ * gone_mu, which every probe launch holds, so one under way finishes
+ * first. */
+static pthread_mutex_t gone_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int ctx_gone[FK_MAX_TASKS];
+
+int fk_probe_ctx_gone(const fk_task *t) { return atomic_load_explicit(&ctx_gone[t->index], memory_order_acquire); }
+
+void fk_probe_forget(CUcontext ctx, CUdevice dev, int by_dev)
+{
+	pthread_mutex_lock(&gone_mu);
+	int n = atomic_load(&fk_ntasks);
+	for (int i = 0; i < n; i++)
+		if (by_dev ? fk_tasks[i].dev == dev : fk_tasks[i].ctx == ctx)
+			atomic_store_explicit(&ctx_gone[i], 1, memory_order_release);
+	pthread_mutex_unlock(&gone_mu);
+}
+
+static int launch_now(probe *p, uint64_t ns, CUevent ev);
+
+/* One probe launch of ns nanoseconds, then ev (if any) recorded after it,
+ * unless t's context is gone. */
+static int launch(fk_task *t, probe *p, uint64_t ns, CUevent ev)
+{
+	pthread_mutex_lock(&gone_mu);
+	int ok = !atomic_load(&ctx_gone[t->index]) && launch_now(p, ns, ev);
+	pthread_mutex_unlock(&gone_mu);
+	return ok;
+}
+
+static int launch_now(probe *p, uint64_t ns, CUevent ev)
 {
 	__typeof__(&cuLaunchKernel) real = FK_REAL(FK_SLOT_cuLaunchKernel, cuLaunchKernel);
 	void *params[] = {&ns};
@@ -107,7 +138,7 @@ int fk_probe_launch(fk_task *t, uint64_t ns)
 		return 0;
 	if (!p->ready)
 		load(t, p);
-	return p->ready > 0 && !p->stage && launch(p, ns, NULL);
+	return p->ready > 0 && !p->stage && launch(t, p, ns, NULL);
 }
 
 /* The task's launch count and the board's latest better launch now. */
@@ -138,7 +169,7 @@ void fk_probe_calibrate(fk_task *t, uint32_t seq, uint64_t probe_ns)
 		return; /* one at a time; the daemon asks again later */
 	p->seq = seq;
 	p->probe_ns = probe_ns;
-	if (!fk_drv.cuCtxSetCurrent || fk_drv.cuCtxSetCurrent(t->ctx) != CUDA_SUCCESS) {
+	if (fk_probe_ctx_gone(t) || !fk_drv.cuCtxSetCurrent || fk_drv.cuCtxSetCurrent(t->ctx) != CUDA_SUCCESS) {
 		answer(t, p, 0, 0, FK_CALIB_FAILED);
 		return;
 	}
@@ -150,7 +181,7 @@ void fk_probe_calibrate(fk_task *t, uint32_t seq, uint64_t probe_ns)
 	}
 	disturbances(t, &p->launches, &p->above);
 	p->t0 = p->started = fk_now_ns();
-	if (!launch(p, probe_ns, p->e1)) {
+	if (!launch(t, p, probe_ns, p->e1)) {
 		answer(t, p, 0, 0, FK_CALIB_FAILED);
 		return;
 	}
@@ -166,7 +197,8 @@ int fk_probe_poll(void)
 			continue;
 		fk_task *t = &fk_tasks[i];
 		busy = 1;
-		if (fk_now_ns() - p->started > CALIB_TIMEOUT_NS || fk_drv.cuCtxSetCurrent(t->ctx) != CUDA_SUCCESS) {
+		if (fk_now_ns() - p->started > CALIB_TIMEOUT_NS || fk_probe_ctx_gone(t) ||
+		    fk_drv.cuCtxSetCurrent(t->ctx) != CUDA_SUCCESS) {
 			answer(t, p, 0, 0, FK_CALIB_FAILED);
 			continue;
 		}
@@ -181,7 +213,7 @@ int fk_probe_poll(void)
 			/* The first ran; its context is the device's now: the same
 			 * kernel again pays no switch. */
 			p->t2 = fk_now_ns();
-			if (!launch(p, p->probe_ns, p->e2))
+			if (!launch(t, p, p->probe_ns, p->e2))
 				answer(t, p, 0, 0, FK_CALIB_FAILED);
 			else
 				p->stage = 2;
@@ -203,4 +235,10 @@ int fk_probe_poll(void)
 	return busy;
 }
 
-void fk_probe_reset_child(void) { memset(probes, 0, sizeof probes); }
+void fk_probe_reset_child(void)
+{
+	memset(probes, 0, sizeof probes);
+	pthread_mutex_init(&gone_mu, NULL); /* the parent's sender may have held it */
+	for (int i = 0; i < FK_MAX_TASKS; i++)
+		atomic_store(&ctx_gone[i], 0);
+}

@@ -155,6 +155,11 @@ static void on_message(const fk_msg_in *m)
 			ev.above = g ? fk_board_above(atomic_load(&t->board), g, fk_cfg.priority, ev.now) : 0;
 		}
 		ev.seq_now = atomic_load_explicit(&t->seq, memory_order_relaxed);
+		if (m->type == FK_MSG_WARM) {
+			ev.in_run = fk_warm_in_run(t);
+			ev.capturing = atomic_load(&fk_capturing) > 0;
+			ev.ctx_gone = fk_probe_ctx_gone(t);
+		}
 	}
 	if (!ev.now)
 		ev.now = fk_now_ns();
@@ -166,6 +171,8 @@ static void on_message(const fk_msg_in *m)
 			store_times(t, m);
 		else if (acts[i].type == FK_ACT_CALIBRATE)
 			fk_probe_calibrate(t, acts[i].seq, acts[i].ns);
+		else if (acts[i].type == FK_ACT_WARM)
+			fk_warm_launch(t, acts[i].ns);
 	}
 }
 

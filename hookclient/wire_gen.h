@@ -35,8 +35,9 @@ enum fk_msg_type {
 	FK_MSG_KERNEL_TIMES = 17,
 	FK_MSG_CALIBRATE = 18,
 	FK_MSG_CALIBRATION = 19,
+	FK_MSG_WARM = 20,
 };
-#define FK_MSG_TYPES 20 /* one past the largest type */
+#define FK_MSG_TYPES 21 /* one past the largest type */
 
 /* roles (RegisterAck, State) */
 enum { FK_ROLE_HOLDER = 1, FK_ROLE_WAITER = 2 };
@@ -312,6 +313,11 @@ const fk_wire_msg fk_wire_msgs[FK_MSG_TYPES] = {
 		{.name = "device_ns", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, device_ns), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
 		{.name = "flags", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, flags), .size = 1, .lo = UINT64_C(0x0), .hi = UINT64_C(0x3)},
 		{.name = "token", .kind = FK_K_UINT, .opt = 1, .off = offsetof(fk_msg_out, token), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
+	}},
+	[FK_MSG_WARM] = {"Warm", FK_DIR_TO_HOOK, 3, 3, (const fk_wire_field[]){
+		{.name = "task_id", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, task_id), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+		{.name = "seq", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, seq), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+		{.name = "probe_ns", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, probe_ns), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
 	}},
 };
 #endif

@@ -49,6 +49,14 @@ type Config struct {
 	// while the holders' predicted next run (BoardHints) leaves a switch
 	// and its kernel's time (docs/scheduler.md "Resuming on the board").
 	BoardResume bool
+	// PreSwitch: ahead of the best priority's predicted run (periodic
+	// arrivals) the low priorities stop PreSwitchMargin plus a switch
+	// early and its hook makes its context resident (a warm-up), so that
+	// the request pays no switch; they stay stopped until its run starts,
+	// at most PreSwitchGuard past the prediction (preswitch.go).
+	PreSwitch       bool
+	PreSwitchGuard  int64
+	PreSwitchMargin int64
 	// GrantLead is how long before a window's start (the predicted end of
 	// the holders' launched work) its first kernels are granted: about a
 	// grant's trip to the waiting thread and its launch's to the GPU. A
@@ -155,6 +163,9 @@ func DefaultConfig() Config {
 		InflightBudget:    int64(200 * time.Microsecond),
 		HookBound:         true,
 		BoardResume:       true,
+		PreSwitch:         false,
+		PreSwitchGuard:    int64(time.Millisecond),
+		PreSwitchMargin:   int64(200 * time.Microsecond),
 		GrantLead:         int64(25 * time.Microsecond),
 		DelayBudget:       0.05,
 		IdleAlpha:         2,

@@ -196,7 +196,9 @@ func (n *Node) holderLaunch(h *task, k uint64, now int64, seq uint32) int64 {
 		n.correctGap(h, maxi(0, now-h.busyUntil))
 	}
 	h.anchorRun(seq)
+	resident := false // a warm-up made its context resident (pre-switch)
 	if !h.inRun {
+		resident = n.preSwitchArrived(h, now)
 		h.inRun = true
 		h.offSequence = false
 		if h.runStart > 0 {
@@ -213,7 +215,7 @@ func (n *Node) holderLaunch(h *task, k uint64, now int64, seq uint32) int64 {
 	n.endFill(g, now)
 	// Another context ran since the holder's last launch: low-priority work
 	// was granted, or predicted to run past it (a lower holder's).
-	otherRan := g.lpInWindow || g.lpBusyUntil > h.lastLaunch
+	otherRan := (g.lpInWindow || g.lpBusyUntil > h.lastLaunch) && !resident
 	if g.lpInWindow {
 		// Whatever the low-priority tasks may still launch on credit would
 		// now delay the holder: take it back.
@@ -340,6 +342,9 @@ func (n *Node) updateWindow(g *gpu) {
 		w.start = maxi(w.start, h.busyUntil)
 		w.end = mini(w.end, h.nextLaunch)
 	}
+	if stop := n.preSwitchStop(g); w.open && stop > 0 {
+		w.end = mini(w.end, stop) // the low priority off the device for a warm-up
+	}
 	// A window whose end has passed is none: the holder is late, not idle
 	// (counting it would add an opportunity, and a record, per report).
 	if w.open && w.end-w.start >= n.cfg.MinGap && w.end > n.now {
@@ -400,7 +405,8 @@ func (n *Node) idleThreshold(h *task) int64 {
 func (n *Node) schedule(g *gpu) {
 	n.maybeCalibrate(g)
 	g.held = n.calibrating(g)
-	if g.waiting() == 0 {
+	n.preSwitchStep(g)
+	if g.waiting() == 0 || n.preSwitchHolds(g) {
 		return
 	}
 	for _, h := range g.tasks {
@@ -610,8 +616,13 @@ func (n *Node) fillIdle(g *gpu) {
 	g.measuring = n.profilingRun(g)
 	for {
 		backlog := maxi(0, g.lpBusyUntil-n.now) + g.reservedNs
-		r := n.policy.idle(n, g, g.idleCap-backlog, backlog == 0)
-		if r == nil && backlog == 0 && n.idleStarves(g) {
+		room := g.idleCap - backlog
+		stop := n.preSwitchStop(g)
+		if stop > 0 {
+			room = mini(room, stop-maxi(n.now, g.lpBusyUntil)-g.reservedNs)
+		}
+		r := n.policy.idle(n, g, room, backlog == 0)
+		if r == nil && backlog == 0 && stop == 0 && n.idleStarves(g) {
 			r = n.policy.idle(n, g, math.MaxInt64, true)
 		}
 		if r == nil && backlog == 0 && n.cfg.HookBound {
@@ -652,10 +663,14 @@ func (n *Node) roomBeforeNext(g *gpu) int64 {
 			return 0
 		}
 	}
-	if next == math.MaxInt64 {
-		return next
+	room := int64(math.MaxInt64)
+	if next != math.MaxInt64 {
+		room = next - n.now - n.switchCost(g)
 	}
-	return next - n.now - n.switchCost(g)
+	if stop := n.preSwitchStop(g); stop > 0 {
+		room = mini(room, stop-n.now) // the low priority off the device for a warm-up
+	}
+	return room
 }
 
 // idleStarveAt is when an idle period's GPU, without low-priority work,

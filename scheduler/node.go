@@ -451,6 +451,7 @@ func (n *Node) deadline() int64 {
 			at(n.turnEnd(g))
 		}
 		at(n.calibrateAt(g))
+		at(n.preSwitchAt(g))
 		if g.waiting() == 0 {
 			at(n.fairDeadline(g)) // a throttled holder with nothing waiting
 			continue
@@ -544,6 +545,14 @@ type Stats struct {
 	// BoardResumes: a waiter's queued launch went without a grant, the
 	// board showing the better priorities between runs (board-resume).
 	BoardResumes uint64 `json:"board_resumes"`
+	// Pre-switches (preswitch.go): warm-ups asked; holder runs that
+	// started after theirs (hits), before it (early); guards that ended
+	// without the holder (misses); tasks turned off for a low hit rate.
+	PreSwitches     uint64 `json:"pre_switches"`
+	PreSwitchHits   uint64 `json:"pre_switch_hits"`
+	PreSwitchEarly  uint64 `json:"pre_switch_early"`
+	PreSwitchMisses uint64 `json:"pre_switch_misses"`
+	PreSwitchOff    uint64 `json:"pre_switch_off"`
 }
 
 // Undecided is how many of a task's ended runs wait for a verdict (0 for

@@ -94,6 +94,9 @@ type Ready struct {
 	// Calibrations ask hooks to measure their GPU's switch (switch-cost
 	// auto).
 	Calibrations []Calibration
+	// Warmups ask holders' hooks to make their contexts resident ahead of
+	// a predicted request (pre-switch).
+	Warmups []Warmup
 	// KernelTimes give hooks their tasks' kernel durations and in-flight
 	// bound (hook-bound).
 	KernelTimes []KernelTimes
@@ -109,7 +112,7 @@ type Ready struct {
 func (r *Ready) Empty() bool {
 	return len(r.Acks) == 0 && len(r.Grants) == 0 && len(r.Holds) == 0 &&
 		len(r.States) == 0 && len(r.Profiles) == 0 && len(r.Dropped) == 0 && len(r.Runs) == 0 && len(r.Drifts) == 0 &&
-		len(r.Accounts) == 0 && len(r.Calibrations) == 0 && len(r.KernelTimes) == 0
+		len(r.Accounts) == 0 && len(r.Calibrations) == 0 && len(r.KernelTimes) == 0 && len(r.Warmups) == 0
 }
 
 // String renders the decisions one per line, as scenario tests show them.
@@ -161,6 +164,9 @@ func (r *Ready) Format(usual uint32) string {
 	}
 	for _, c := range r.Calibrations {
 		fmt.Fprintf(&b, "calibrate task=%d seq=%d probe=%s\n", c.Task, c.Seq, time.Duration(c.ProbeNs))
+	}
+	for _, w := range r.Warmups {
+		fmt.Fprintf(&b, "warmup task=%d seq=%d probe=%s\n", w.Task, w.Seq, time.Duration(w.ProbeNs))
 	}
 	for _, k := range r.KernelTimes {
 		fmt.Fprintf(&b, "kernel_times task=%d bound=%s default=%s kernels=%d\n", k.Task, time.Duration(k.BoundNs),

@@ -173,6 +173,16 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			fmt.Fprintf(&b, "gpu=%s next=%s switch=%s resume=%v resume_task=%d\n", bh.GPU, next, fmtDur(bh.SwitchNs), bh.Resume, bh.ResumeTask)
 		}
 		return b.String()
+	case "preswitch":
+		// Each task's pre-switch record and the GPU's counters.
+		var b strings.Builder
+		for _, pi := range h.node.PreSwitches() {
+			fmt.Fprintf(&b, "task=%d off=%v hits=%d outcomes=%d\n", pi.Task, pi.Off, pi.Hits, pi.Outcomes)
+		}
+		s := h.node.Stats()
+		fmt.Fprintf(&b, "warmups=%d hits=%d early=%d misses=%d off=%d\n", s.PreSwitches, s.PreSwitchHits,
+			s.PreSwitchEarly, s.PreSwitchMisses, s.PreSwitchOff)
+		return b.String()
 	case "watched":
 		err = h.node.Step(TaskWatched{Now: h.now, Task: taskArg(t, args), Watched: args["ok"] != "false"})
 	case "heartbeat":

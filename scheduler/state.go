@@ -99,6 +99,7 @@ type task struct {
 	throttled bool  // a holder that ran more than FairLag ahead: it waits
 	// calibMissed: calibration requests it left unanswered in a row.
 	calibMissed int
+	pre         preSwitchTask // its pre-switches (preswitch.go)
 }
 
 // launchRec is one launch of a task.
@@ -169,6 +170,7 @@ type gpu struct {
 	// being calibrated, granted nothing meanwhile.
 	sw   switchEstimate
 	held *task
+	pre  preSwitch // the pre-switch under way (preswitch.go)
 }
 
 // fillWindow is a predicted stretch of holder idleness.

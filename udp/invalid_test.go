@@ -87,6 +87,9 @@ func invalidCases() []invalidCase {
 	// Calibration: [1, 19, task, seq, host, device, flags]
 	add("calibration_flags_4", rng, "9701130102010204")
 	add("calibration_missing_flags", missing, "96011301020102")
+	// Warm: [1, 20, task, seq, probe_ns]
+	add("warm_missing_probe", missing, "9401140102")
+	add("warm_probe_too_big", rng, "9501140102"+u32Over)
 	// LaunchBatch: [1, 14, task, seq, base, launches]
 	add("launch_batch_missing_launches", missing, "95010e010205")
 	add("launch_batch_launch_short", missing, "96010e0102059191cf0000000000000001")

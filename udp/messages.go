@@ -5,7 +5,7 @@ import "math"
 // Message is one of the protocol's messages: Register, LaunchNotify,
 // LaunchRequest, Measurements, RunEnd, Heartbeat, Goodbye, KernelInfo,
 // LaunchBatch, Flush, Calibration (hook → daemon) and RegisterAck, Grant,
-// Hold, State, Error, Flushed, KernelTimes, Calibrate (daemon → hook).
+// Hold, State, Error, Flushed, KernelTimes, Calibrate, Warm (daemon → hook).
 //
 // Both a message value and a pointer to it are Messages; decoders return
 // pointers (*LaunchNotify, …), so type switches over decoded messages use the
@@ -289,6 +289,16 @@ type Calibrate struct {
 	ProbeNS uint32
 }
 
+// Warm asks a holder's hook for a warm-up (type 20; docs/scheduler.md "The
+// pre-switch"): one launch of the hook's own kernel, ProbeNS long, in the
+// task's context, so that its next request finds the context resident.
+// Seq names the pre-switch; nothing answers it.
+type Warm struct {
+	TaskID  uint32
+	Seq     uint32
+	ProbeNS uint32
+}
+
 // Calibration answers Calibrate Seq (type 19): the host time from the first
 // probe's launch to the second's (HostNS) and the device time between the
 // two probes' ends (DeviceNS): HostNS − DeviceNS is the switch the first one
@@ -445,6 +455,7 @@ const (
 	TypeKernelTimes   Type = 17
 	TypeCalibrate     Type = 18
 	TypeCalibration   Type = 19
+	TypeWarm          Type = 20
 )
 
 //go:generate go run ./internal/wiregen
@@ -494,6 +505,8 @@ var messages = [...]messageDef{
 	TypeCalibration: def[Calibration]("Calibration", ToDaemon, u32("task_id"), u32("seq"), u64("host_ns"), u64("device_ns"),
 		enum("flags", 0, uint64(calibrationFlagsMask)), tokenField).
 		about("answers Calibrate seq: host_ns − device_ns is one switch; flags bit 0 MPS (no switch), bit 1 failed"),
+	TypeWarm: def[Warm]("Warm", ToHook, u32("task_id"), u32("seq"), u32("probe_ns")).
+		about("a warm-up (pre-switch): launch the hook's own kernel of probe_ns in the task's context now; no answer"),
 }
 
 // Record flags: the only u8 inside records.
@@ -650,6 +663,14 @@ func (m Calibrate) put(v *values) {
 }
 func (m *Calibrate) get(v *values) {
 	*m = Calibrate{TaskID: uint32(v.u[0]), Seq: uint32(v.u[1]), ProbeNS: uint32(v.u[2])}
+}
+
+func (m Warm) Type() Type { return TypeWarm }
+func (m Warm) put(v *values) {
+	v.u[0], v.u[1], v.u[2] = uint64(m.TaskID), uint64(m.Seq), uint64(m.ProbeNS)
+}
+func (m *Warm) get(v *values) {
+	*m = Warm{TaskID: uint32(v.u[0]), Seq: uint32(v.u[1]), ProbeNS: uint32(v.u[2])}
 }
 
 func (m Calibration) Type() Type { return TypeCalibration }

@@ -29,6 +29,7 @@ const (
 	evTimes                   // kernel durations reach a service's hook
 	evCalibrate               // a calibration request reaches a service's hook
 	evResume                  // a waiting thread wakes at a better priority's run end
+	evWarm                    // a warm-up request reaches a service's hook (pre-switch)
 )
 
 type event struct {
@@ -42,6 +43,7 @@ type event struct {
 	state scheduler.StateChange
 	times scheduler.KernelTimes
 	calib scheduler.Calibration
+	warm  scheduler.Warmup
 }
 
 type queue []*event
@@ -261,6 +263,8 @@ func (s *sim) handle(e *event) {
 		st.h.ktBound, st.h.ktDef = e.times.BoundNs, e.times.DefaultNs
 	case evCalibrate:
 		s.calibrate(st, e.calib)
+	case evWarm:
+		s.warm(st, e.warm)
 	case evResume:
 		if st.waiting && s.resumeOK(st, st.kernels[st.next]) {
 			st.waiting = false
@@ -516,6 +520,11 @@ func (s *sim) flushCore() {
 			s.push(&event{at: s.now + half, kind: evCalibrate, svc: st, calib: c})
 		}
 	}
+	for _, w := range r.Warmups {
+		if st := s.byID[w.Task]; st != nil {
+			s.push(&event{at: s.now + half, kind: evWarm, svc: st, warm: w})
+		}
+	}
 	if s.hints = s.core.BoardHints(s.hints[:0]); len(s.hints) > 0 {
 		s.board.hint = s.hints[0]
 	}
@@ -531,6 +540,7 @@ func (s *sim) result() *Result {
 	r.DeviceBusyNs, r.SwitchingNs = int64(st.Busy), int64(st.Switching)
 	for _, sv := range s.svcs {
 		sv.res.BusyNs = s.busy[sv.ctx]
+		sv.res.Warmups = sv.h.warmups
 		r.Services = append(r.Services, sv.res)
 	}
 	if s.core != nil {

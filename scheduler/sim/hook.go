@@ -43,6 +43,8 @@ type hookState struct {
 	inflight         []uint64 // device seqs under the count bound
 	reasks           int
 	resumed, granted int
+	// warm-ups launched (pre-switch), and skipped inside a run
+	warmups, warmSkipped int
 }
 
 // countBound is FIKIT_INFLIGHT's default: a holder's kernels in flight

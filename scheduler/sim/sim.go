@@ -182,6 +182,8 @@ type ServiceResult struct {
 	Blocked []int64
 	BusyNs  int64 // device time its kernels ran
 	Span    [2]int64
+	// Warmups: its hook's warm-ups launched (pre-switch).
+	Warmups int
 }
 
 // Result is the outcome of a simulation.

@@ -553,8 +553,8 @@ func TestModeRows(t *testing.T) {
 		}
 	}
 	r := &runner{siblings: map[string]*harness.Daemon{}}
-	if _, err := r.pairModes(context.Background(), nil, svc{}, svc{}, 1, "t", []string{"fikit_pre_switch"}); err == nil ||
-		!strings.Contains(err.Error(), "fikit_pre_switch") {
+	if _, err := r.pairModes(context.Background(), nil, svc{}, svc{}, 1, "t", []string{"fikit_no_such_mode"}); err == nil ||
+		!strings.Contains(err.Error(), "fikit_no_such_mode") {
 		t.Errorf("an unknown mode: %v", err)
 	}
 	if modeName(ModeFikitUDP) != "fikit, FIKIT_BOARD=off" || modeName("x") != "x" {

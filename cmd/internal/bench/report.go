@@ -113,6 +113,7 @@ func WriteReport(w io.Writer, res *Results) error {
 			"launch-bound ResNet-50 batch 1 HP every 10 ms beside a ResNet-50 training job (forward, backward, optimizer "+
 			"step, a synchronisation per step). The simulator's prediction of each is in `results.json` (`sim`).")
 	ablationTable(p, sections(res, SecWorkloads))
+	preSwitchSection(p, res)
 	ratioSection(p, res)
 	microSection(p, res)
 	sensitivitySection(p, res)

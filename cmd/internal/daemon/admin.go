@@ -83,6 +83,8 @@ type TaskStatus struct {
 	ArrivalEveryNs int64   `json:"arrival_interval_ns"`
 	ArrivalCV      float64 `json:"arrival_cv"`
 	HolderTTLNs    int64   `json:"holder_ttl_ns"`
+	// PreSwitchOff: its pre-switches were turned off for a low hit rate.
+	PreSwitchOff bool `json:"pre_switch_off"`
 }
 
 // GPUStatus is one GPU in Status: its context switch as the policy prices
@@ -189,6 +191,10 @@ func (s *Server) Status() Status {
 	for _, a := range s.core.Arrivals() {
 		arr[a.Task] = a
 	}
+	preOff := map[scheduler.TaskID]bool{}
+	for _, p := range s.core.PreSwitches() {
+		preOff[p.Task] = p.Off
+	}
 	for _, t := range s.core.Tasks() {
 		a, acc := arr[t.ID], t.Account
 		st.Tasks = append(st.Tasks, TaskStatus{ID: uint32(t.ID), Key: t.Key, PID: t.PID, Priority: t.Priority,
@@ -197,7 +203,7 @@ func (s *Server) Status() Status {
 			ProfileVersion: t.ProfileVersion, Refreshing: t.Refreshing,
 			Tenant: acc.Owner, Weight: t.Weight, Throttled: t.Throttled, VirtualTimeNs: t.VirtualNs,
 			GPUTime:  GPUTime{UsedNs: acc.UsedNs, MeasuredNs: acc.MeasuredNs, GrantedNs: acc.GrantedNs},
-			Arrivals: string(a.Class), ArrivalEveryNs: a.IntervalNs, ArrivalCV: a.CV, HolderTTLNs: a.TTLNs})
+			Arrivals: string(a.Class), ArrivalEveryNs: a.IntervalNs, ArrivalCV: a.CV, HolderTTLNs: a.TTLNs, PreSwitchOff: preOff[t.ID]})
 	}
 	for _, g := range s.core.Switches() {
 		st.GPUs = append(st.GPUs, GPUStatus{GPU: g.GPU, SwitchCostNs: g.CostNs, SwitchMeasured: g.Measured, MPS: g.MPS,

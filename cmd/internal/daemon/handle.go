@@ -417,6 +417,11 @@ func (s *Server) flush() {
 			s.send(ta.ctrl, &udp.Calibrate{TaskID: uint32(c.Task), Seq: c.Seq, ProbeNS: uint32(c.ProbeNs)})
 		}
 	}
+	for _, w := range r.Warmups {
+		if ta := s.tasks[w.Task]; ta != nil {
+			s.send(ta.ctrl, &udp.Warm{TaskID: uint32(w.Task), Seq: w.Seq, ProbeNS: uint32(w.ProbeNs)})
+		}
+	}
 	for _, kt := range r.KernelTimes {
 		s.sendKernelTimes(kt)
 	}

@@ -126,6 +126,16 @@ func newMetrics(s *Server) *metrics {
 			stat(func(st scheduler.Stats) float64 { return float64(st.CalibrationsAnswered) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_board_resumes_total", Help: "Queued launches that went on the board's word, the better priorities between runs (--board-resume)."},
 			stat(func(st scheduler.Stats) float64 { return float64(st.BoardResumes) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_pre_switches_total", Help: "Warm-ups asked of holders' hooks ahead of a predicted request (--pre-switch)."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.PreSwitches) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_pre_switch_hits_total", Help: "Holder runs that started after their warm-up, within the guard (--pre-switch)."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.PreSwitchHits) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_pre_switch_early_total", Help: "Holder runs that started before their warm-up was asked (--pre-switch)."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.PreSwitchEarly) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_pre_switch_misses_total", Help: "Pre-switch guards that ended without the holder (--pre-switch)."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.PreSwitchMisses) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_pre_switch_off_total", Help: "Tasks whose pre-switches were turned off for a low hit rate (--pre-switch)."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.PreSwitchOff) })),
 		switchCost{s},
 		// What the daemon holds per task or per client, for leak hunting
 		// (`make soak` watches them stay flat while services come and go).
