@@ -76,3 +76,4 @@ fk_board *fk_board_map(const char *path, size_t len, uint64_t gen, unsigned gpu,
 	}
 	return b;
 }
+

@@ -7,9 +7,13 @@
 #ifndef FIKIT_BOARD_H
 #define FIKIT_BOARD_H
 
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* The layout: structs, sizes and checked offsets, generated from
  * udp/board/layout.go. */
@@ -47,6 +51,43 @@ static inline void fk_board_note(fk_board_gpu *g, int prio, uint64_t now)
 	while (cur < now && !atomic_compare_exchange_weak_explicit(w, &cur, now, memory_order_release,
 								     memory_order_relaxed))
 		;
+}
+
+/* Whether the daemon behind the board is alive at now. */
+static inline int fk_board_alive(const fk_board *b, uint64_t now)
+{
+	return now <= atomic_load_explicit(&b->heartbeat_ns, memory_order_relaxed) + FK_BOARD_STALE_NS;
+}
+
+/* Level prio's run ended at now (a host sync returned): the word only moves
+ * forward. Threads of lower priorities sleeping on the GPU's wake word (a
+ * waiter that may resume) are woken: one syscall, only when one sleeps. */
+static inline void fk_board_run_end(fk_board_gpu *g, int prio, uint64_t now)
+{
+	_Atomic uint64_t *w = &g->run_end_ns[prio];
+	uint64_t cur = atomic_load_explicit(w, memory_order_relaxed);
+	while (cur < now && !atomic_compare_exchange_weak_explicit(w, &cur, now, memory_order_seq_cst,
+								     memory_order_relaxed))
+		;
+	/* After the run end is visible: a sleeper counted itself before it
+	 * looked at the run ends (waiter.c), so one of us sees the other. */
+	if (atomic_load_explicit(&g->sleepers, memory_order_seq_cst)) {
+		atomic_fetch_add_explicit(&g->wake, 1, memory_order_seq_cst);
+		syscall(SYS_futex, &g->wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	}
+}
+
+/* Whether a priority better than prio is inside a run: launched (or asked
+ * to) since its latest run end. A launch at the very time of a run end
+ * starts the next. */
+static inline int fk_board_better_in_run(const fk_board_gpu *g, int prio)
+{
+	for (int p = 0; p < prio; p++) {
+		uint64_t l = atomic_load_explicit(&g->level_ns[p], memory_order_relaxed);
+		if (l && l >= atomic_load_explicit(&g->run_end_ns[p], memory_order_relaxed))
+			return 1;
+	}
+	return 0;
 }
 
 /* Map the board at path (len bytes, not NUL-terminated) if it is the one of

@@ -9,17 +9,28 @@
 #include <stdint.h>
 
 #define FK_BOARD_MAGIC 0x31444254494b4946ull
-#define FK_BOARD_VERSION 1
+#define FK_BOARD_VERSION 2
 #define FK_BOARD_GPUS 16
 #define FK_BOARD_LEVELS 10
-#define FK_BOARD_SLOTS 31
-#define FK_BOARD_FILE_SIZE 4096
+#define FK_BOARD_SLOTS 63
+#define FK_BOARD_FILE_SIZE 8192
+#define FK_BOARD_FLAG_RESUME 1
+#define FK_BOARD_NONE_EXPECTED 0xffffffffffffffffull
 
 typedef struct fk_board_gpu {
 	uint8_t uuid[16];
 	_Atomic uint64_t level_ns[10];
 	_Atomic uint64_t registered;
-	uint8_t pad_104[24];
+	_Atomic uint64_t run_end_ns[10];
+	_Atomic uint64_t next_ns;
+	_Atomic uint64_t switch_ns;
+	_Atomic uint32_t resume_task;
+	_Atomic uint32_t flags;
+	_Atomic uint32_t wake;
+	_Atomic uint32_t sleepers;
+	_Atomic uint64_t next_late_ns;
+	_Atomic uint64_t cursor_ns;
+	uint8_t pad_232[24];
 } fk_board_gpu;
 
 typedef struct fk_board_slot {
@@ -49,6 +60,15 @@ typedef struct fk_board {
 _Static_assert(offsetof(fk_board_gpu, uuid) == 0, "gpu.uuid");
 _Static_assert(offsetof(fk_board_gpu, level_ns) == 16, "gpu.level_ns");
 _Static_assert(offsetof(fk_board_gpu, registered) == 96, "gpu.registered");
+_Static_assert(offsetof(fk_board_gpu, run_end_ns) == 104, "gpu.run_end_ns");
+_Static_assert(offsetof(fk_board_gpu, next_ns) == 184, "gpu.next_ns");
+_Static_assert(offsetof(fk_board_gpu, switch_ns) == 192, "gpu.switch_ns");
+_Static_assert(offsetof(fk_board_gpu, resume_task) == 200, "gpu.resume_task");
+_Static_assert(offsetof(fk_board_gpu, flags) == 204, "gpu.flags");
+_Static_assert(offsetof(fk_board_gpu, wake) == 208, "gpu.wake");
+_Static_assert(offsetof(fk_board_gpu, sleepers) == 212, "gpu.sleepers");
+_Static_assert(offsetof(fk_board_gpu, next_late_ns) == 216, "gpu.next_late_ns");
+_Static_assert(offsetof(fk_board_gpu, cursor_ns) == 224, "gpu.cursor_ns");
 _Static_assert(offsetof(fk_board_slot, task) == 0, "slot.task");
 _Static_assert(offsetof(fk_board_slot, gen) == 4, "slot.gen");
 _Static_assert(offsetof(fk_board_slot, wait_seq) == 8, "slot.wait_seq");
@@ -62,10 +82,10 @@ _Static_assert(offsetof(fk_board, version) == 8, "version");
 _Static_assert(offsetof(fk_board, gpus) == 12, "gpus");
 _Static_assert(offsetof(fk_board, generation) == 16, "generation");
 _Static_assert(offsetof(fk_board, heartbeat_ns) == 24, "heartbeat_ns");
-_Static_assert(sizeof(fk_board_gpu) == 128, "gpu_stride");
+_Static_assert(sizeof(fk_board_gpu) == 256, "gpu_stride");
 _Static_assert(sizeof(fk_board_slot) == 64, "slot_stride");
 _Static_assert(offsetof(fk_board, gpu) == 64, "header_size");
-_Static_assert(offsetof(fk_board, slot) == 2112, "slots_offset");
-_Static_assert(FK_BOARD_SLOTS == 31 && sizeof(fk_board) <= 4096, "file_size");
+_Static_assert(offsetof(fk_board, slot) == 4160, "slots_offset");
+_Static_assert(FK_BOARD_SLOTS == 63 && sizeof(fk_board) <= 8192, "file_size");
 
 #endif

@@ -11,10 +11,10 @@ HOOK_LIB   := $(BIN)/libfikit_hook.so
 # The library's own objects; the pure ones are also linked into the tests.
 HOOK_SRCS  := auth.c intercept.c table.c htab.c naming.c task.c launch.c graph.c sync.c sender.c \
               waiter.c measure.c wire.c kernelid.c config.c log.c board.c inflight.c core.c control.c \
-              link.c process.c
-HOOK_PURE  := auth.o table.o htab.o wire.o kernelid.o config.o log.o core.o
+              link.c process.c probe.c kerneltimes.c warm.c
+HOOK_PURE  := auth.o table.o htab.o wire.o kernelid.o config.o log.o core.o kerneltimes.o
 HOOK_TESTS := test_kernelid test_wire test_ring test_config test_table test_cache test_board test_auth \
-              test_core
+              test_core test_bound
 HOOK_HDRS  := $(wildcard $(HOOK_DIR)/*.h) $(HOOK_DIR)/hooks.def
 HOOK_CFLAGS = $(CFLAGS_BASE) -I$(CUDA_ROOT)/include -I$(HOOK_DIR) -fvisibility=hidden \
               -fno-strict-aliasing -pthread
@@ -54,9 +54,9 @@ $(BIN)/hook-launcher: $(HOOK_DIR)/tools/hook-launcher.c | cuda-headers
 	@mkdir -p $(BIN)
 	$(CC) $(CFLAGS_BASE) -I$(CUDA_ROOT)/include -pthread -o $@ $< -L$(CUDA_STUB) -lcuda -ldl
 
-$(BIN)/hook-bench: $(HOOK_DIR)/tools/hook-bench.c | cuda-headers
+$(BIN)/hook-bench: $(HOOK_DIR)/tools/hook-bench.c $(HOOK_DIR)/board_gen.h | cuda-headers
 	@mkdir -p $(BIN)
-	$(CC) $(CFLAGS_BASE) -I$(CUDA_ROOT)/include -pthread -o $@ $< -L$(CUDA_STUB) -lcuda
+	$(CC) $(CFLAGS_BASE) -I$(CUDA_ROOT)/include -I$(HOOK_DIR) -pthread -o $@ $< -L$(CUDA_STUB) -lcuda
 
 # test_core runs the core's scenarios (test/testdata/core; FIKIT_REWRITE=1
 # rewrites them). circles fails if the library's files depend on each other

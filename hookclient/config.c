@@ -70,7 +70,7 @@ void fk_config_load(fk_config *c, fk_getenv_fn get, fk_report_fn report)
 	c->log_level = FK_LOG_WARN;
 	c->grant_timeout_ms = FK_DEFAULT_GRANT_TIMEOUT_MS;
 	c->connect_timeout_ms = FK_DEFAULT_CONNECT_TIMEOUT_MS;
-	c->inflight = FK_DEFAULT_INFLIGHT;
+	c->inflight = -1; /* auto */
 
 	const char *v;
 	long n;
@@ -142,11 +142,11 @@ void fk_config_load(fk_config *c, fk_getenv_fn get, fk_report_fn report)
 		else
 			bad(report, "FIKIT_AUTH_KEY_FILE", v, "a path shorter than 4096 bytes", "no key");
 	}
-	if ((v = get("FIKIT_INFLIGHT")) && *v) {
+	if ((v = get("FIKIT_INFLIGHT")) && *v && strcmp(v, "auto")) {
 		if (parse_int(v, 0, FK_INFLIGHT_MAX, &n) == 0)
 			c->inflight = (int)n;
 		else
-			bad(report, "FIKIT_INFLIGHT", v, "an integer 0-" FK_XSTR(FK_INFLIGHT_MAX), FK_XSTR(FK_DEFAULT_INFLIGHT));
+			bad(report, "FIKIT_INFLIGHT", v, "auto or an integer 0-" FK_XSTR(FK_INFLIGHT_MAX), "auto");
 	}
 	c->local = !strncmp(c->host, "127.", 4) || !strcmp(c->host, "::1") || !strcasecmp(c->host, "localhost");
 }

@@ -23,7 +23,9 @@
 #define FK_DEFAULT_CONNECT_TIMEOUT_MS 1000
 /* Kernels a task may have queued or running while a better priority is
  * registered on its GPU (docs/design.md "Board"): what a returning better
- * task waits for at most. 0: no bound. */
+ * task waits for at most. 0: no bound. By default (FIKIT_INFLIGHT unset or
+ * auto) this count applies only where the daemon gave the task no µs bound
+ * (KernelTimes with bound_ns; docs/scheduler.md "The µs bound"). */
 #define FK_DEFAULT_INFLIGHT 2
 #define FK_INFLIGHT_MAX 16
 
@@ -42,7 +44,7 @@ typedef struct fk_config {
 	int grant_timeout_ms;
 	int connect_timeout_ms;
 	int board_off; /* FIKIT_BOARD=off: gate by UDP alone (docs/design.md "Board") */
-	int inflight;  /* FIKIT_INFLIGHT */
+	int inflight;  /* FIKIT_INFLIGHT; -1: auto */
 	int local;     /* the scheduler's address is loopback: it shares our clock */
 	char auth_key_file[4096]; /* FIKIT_AUTH_KEY_FILE: MACs to a scheduler on another host */
 } fk_config;

@@ -355,6 +355,25 @@ static void on_answer(fk_core *c, const fk_ev *ev, fk_acts *out)
 	}
 }
 
+/* Whether a warm-up (Warm: the pre-switch) may go for t: it holds and
+ * shares (a task being measured launches nothing of its own), and nothing
+ * the shell saw forbids it — a run under way (its own kernels make the
+ * context resident; the probe would run among them), a stream capture in
+ * the process (a launch on another stream could break a global-mode
+ * capture), a context destroyed or reset. A late or stray Warm is harmless
+ * to drop: the request then pays the switch, as without the pre-switch. */
+static int warm_ok(const fk_core_task *t, const fk_ev *ev)
+{
+	/* A MIG instance ("NVIDIA A100-SXM4-40GB MIG 1g.5gb"): off, as in the
+	 * daemon (its switch was never measured). */
+	static const char mig[] = " MIG ";
+	for (size_t i = 0; t->dev_name && i + sizeof mig - 1 <= t->dev_name_len; i++)
+		if (!memcmp(t->dev_name + i, mig, sizeof mig - 1))
+			return 0;
+	return t->v.state == FK_ST_ACTIVE && (t->v.mode & FK_MODE_HOLDER) && !(t->v.mode & FK_MODE_MEASURE) &&
+	       !ev->in_run && !ev->capturing && !ev->ctx_gone;
+}
+
 static void on_message(fk_core *c, const fk_ev *ev, fk_acts *out)
 {
 	const fk_msg_in *m = &ev->msg;
@@ -381,6 +400,24 @@ static void on_message(fk_core *c, const fk_ev *ev, fk_acts *out)
 	case FK_MSG_GRANT: /* a credit renewal (or a late grant): only its credit counts here */
 		if (t)
 			credit_grant(c, t, m, ev->now);
+		break;
+	case FK_MSG_KERNEL_TIMES:
+		if (t)
+			act(out, FK_ACT_KERNEL_TIMES, ti);
+		break;
+	case FK_MSG_CALIBRATE:
+		if (t) {
+			fk_act *a = act(out, FK_ACT_CALIBRATE, ti);
+			a->seq = m->seq;
+			a->ns = m->probe_ns;
+		}
+		break;
+	case FK_MSG_WARM:
+		if (t && warm_ok(t, ev)) {
+			fk_act *a = act(out, FK_ACT_WARM, ti);
+			a->seq = m->seq;
+			a->ns = m->probe_ns;
+		}
 		break;
 	case FK_MSG_ERROR:
 		/* Invalid value about a registered task: the policy registered it
@@ -505,6 +542,20 @@ static void on_gate_closed(fk_core_task *t, const fk_ev *ev)
 	credit_set(t, 0, ev->seq_now);
 	if (t->v.mode & FK_MODE_HOLDER)
 		t->v.mode = (t->v.mode & ~(uint32_t)FK_MODE_HOLDER) | FK_MODE_WAITER;
+}
+
+/* The probe measured calibration seq: the answer goes with the task's
+ * registration (a task registered anew meanwhile answers as the new one:
+ * the daemon drops an answer to no request). */
+static void on_calibrated(fk_core *c, const fk_ev *ev, fk_acts *out)
+{
+	fk_core_task *t = &c->task[ev->task];
+	if (t->v.state != FK_ST_ACTIVE)
+		return;
+	fk_who w = who_of(t);
+	send_msg(out, ev->task,
+		 &(fk_msg_out){.type = FK_MSG_CALIBRATION, .task_id = w.id, .token = w.token, .seq = ev->seq,
+			       .host_ns = ev->host_ns, .device_ns = ev->device_ns, .flags = ev->calib_flags});
 }
 
 /* ---- runs, exit, fork ---- */
@@ -648,6 +699,9 @@ void fk_core_step(fk_core *c, const fk_ev *ev, fk_acts *out)
 			break;
 		case FK_EV_RUN_END:
 			on_run_end(c, ev, acts);
+			break;
+		case FK_EV_CALIBRATED:
+			on_calibrated(c, ev, acts);
 			break;
 		case FK_EV_LEAVE:
 			leave(c, ev->task, acts);

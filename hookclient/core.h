@@ -120,6 +120,7 @@ enum fk_ev_type {
 	FK_EV_LEAVE,            /* the task leaves: its process hit a sticky device error */
 	FK_EV_FORK,             /* this is a forked child (pid) */
 	FK_EV_FLUSH,            /* what was measured is shipped: ask the daemon to say when it is durable, until `until` */
+	FK_EV_CALIBRATED,       /* the probe measured calibration seq: host_ns, device_ns, calib_flags */
 };
 
 typedef struct fk_ev {
@@ -148,6 +149,12 @@ typedef struct fk_ev {
 	int measured;       /* RUN_END: its measurements are ready to ship */
 	uint8_t unmeasured; /* RUN_END: measured, but not shippable, and why (FK_UNMEASURED_*) */
 	uint64_t until;     /* FLUSH: when to give up waiting for the answers */
+	uint64_t host_ns, device_ns; /* CALIBRATED */
+	uint8_t calib_flags;
+	/* MESSAGE (Warm): what the shell sees of the task now: a run under
+	 * way (launches since its last host sync), a stream capture in the
+	 * process, its context destroyed or reset (warm.c). */
+	int in_run, capturing, ctx_gone;
 } fk_ev;
 
 enum fk_act_type {
@@ -162,12 +169,15 @@ enum fk_act_type {
 	FK_ACT_RECORDS,     /* ship the run's measurements as run `run` (before the RunEnd that follows) */
 	FK_ACT_LOG,         /* level (log.h), text */
 	FK_ACT_FLUSHED,     /* the flush is over: granted 1 if every task's measurements are durable */
+	FK_ACT_CALIBRATE,   /* time the probe for calibration seq, ns long (probe.c) */
+	FK_ACT_KERNEL_TIMES, /* the message (KernelTimes) is the task's: store its table (kerneltimes.h) */
+	FK_ACT_WARM,         /* launch the hook's kernel, ns long, in the task's context (warm.c) */
 };
 
 typedef struct fk_act {
 	int type, task;
 	uint32_t seq, run, reg_gen, profile_runs;
-	uint64_t until;
+	uint64_t until, ns;
 	int granted, level;
 	fk_who who;
 	union {

@@ -132,6 +132,8 @@ CUresult fk_on_graph_update_v2(int slot, CUgraphExec ge, CUgraph g, CUgraphExecU
 	return rc;
 }
 
+atomic_int fk_capturing;
+
 /* Capture counting: +1 on a successful begin, -1 on any end. A capture
  * abandoned without an end leaves the count high, which only costs launches
  * a cuStreamIsCapturing call each. */

@@ -44,4 +44,8 @@ CUresult fk_on_event_sync(int slot, CUevent ev);
 CUresult fk_on_memcpy_dtoh(int slot, void *dst, CUdeviceptr src, size_t n);
 CUresult fk_on_memcpy(int slot, CUdeviceptr dst, CUdeviceptr src, size_t n);
 
+/* warm.c */
+CUresult fk_on_ctx_destroy(int slot, CUcontext ctx);
+CUresult fk_on_primary_reset(int slot, CUdevice dev);
+
 #endif

@@ -17,6 +17,8 @@
 #include <time.h>
 
 #include "board.h"
+#include "bound.h"
+#include "kerneltimes.h"
 #include "auth.h"
 #include "config.h"
 #include "core.h"
@@ -77,7 +79,10 @@ extern atomic_int fk_blocked;     /* threads inside a host-blocking call (sync.c
 	X(cuGraphChildGraphNodeGetGraph)                                                           \
 	X(cuStreamIsCapturing)                                                                     \
 	X(cuPointerGetAttribute)                                                                   \
-	X(cuThreadExchangeStreamCaptureMode)
+	X(cuThreadExchangeStreamCaptureMode)                                                       \
+	X(cuModuleLoadData)                                                                        \
+	X(cuStreamCreate)                                                                          \
+	X(cuDeviceGetAttribute)
 
 typedef struct fk_driver {
 #define X(name) __typeof__(&name) name;
@@ -152,8 +157,15 @@ typedef struct fk_task {
 	uint32_t runs_processed; /* sender thread only */
 	_Atomic uint64_t run_start_ns;
 	_Atomic(fk_evpool *) pool;
-	/* Kernels in flight under the bound (inflight.c): events recorded after
-	 * them, oldest at head. */
+	/* The µs bound (bound.h): the kernel durations the daemon sent
+	 * (NULL: none yet; kept once made), the predicted end of the task's
+	 * work on the device, and its latest launch (a better priority's
+	 * launch after it means a switch before its next kernel). */
+	_Atomic(fk_ktab *) kt;
+	_Atomic uint64_t cursor;
+	_Atomic uint64_t last_go_ns;
+	/* Kernels in flight under the count bound (inflight.c): events
+	 * recorded after them, oldest at head. */
 	pthread_mutex_t infl_mu;
 	CUevent infl_ev[FK_INFLIGHT_MAX];
 	uint32_t infl_head, infl_tail;
@@ -192,16 +204,69 @@ static inline fk_task *fk_task_current(void)
 }
 void fk_tasks_reset_child(void);
 
-/* The in-flight bound (inflight.c): whether it applies now (a better
- * priority is registered on its GPU); wait until a launch fits under it;
- * record a bounded launch on stream s. */
-static inline int fk_inflight_bounded(const fk_board_gpu *bg)
+/* The bounds on work in flight (inflight.c; docs/design.md "Board"). A
+ * task is bounded while a better priority is registered on its GPU. */
+static inline int fk_better_registered(const fk_board_gpu *bg)
 {
-	return bg && fk_cfg.inflight > 0 &&
-	       (atomic_load_explicit(&bg->registered, memory_order_relaxed) & ((1ull << fk_cfg.priority) - 1));
+	return bg && (atomic_load_explicit(&bg->registered, memory_order_relaxed) & ((1ull << fk_cfg.priority) - 1));
+}
+/* The daemon's µs bound for t (0: none: no table, or it bounds nothing). */
+static inline uint64_t fk_us_bound(fk_task *t)
+{
+	fk_ktab *k = atomic_load_explicit(&t->kt, memory_order_acquire);
+	return k ? atomic_load_explicit(&k->bound_ns, memory_order_acquire) : 0;
+}
+/* The count bound applies where no µs bound does: FIKIT_INFLIGHT kernels,
+ * by default (auto) FK_DEFAULT_INFLIGHT. */
+static inline int fk_count_bound(fk_task *t)
+{
+	if (fk_cfg.inflight >= 0)
+		return fk_cfg.inflight;
+	return fk_us_bound(t) ? 0 : FK_DEFAULT_INFLIGHT;
 }
 void fk_inflight_wait(fk_task *t);
 void fk_inflight_push(fk_task *t, CUstream s);
+/* Predicted duration of t's kernel kid (0: no table). */
+static inline uint64_t fk_kernel_ns(fk_task *t, uint64_t kid)
+{
+	fk_ktab *k = atomic_load_explicit(&t->kt, memory_order_acquire);
+	return k && atomic_load_explicit(&k->have, memory_order_acquire) ? fk_kt_get(k, kid) : 0;
+}
+/* Wait (sleeping, on this thread) until a launch of t's kernel of predicted
+ * duration dur fits the µs bound (bound.h), where t has one. */
+void fk_us_wait(fk_task *t, fk_board_gpu *bg, uint64_t dur);
+/* The launch of predicted duration dur goes now: the cursors move on. */
+void fk_us_launched(fk_task *t, fk_board *b, fk_board_gpu *bg, uint64_t dur);
+/* t's host sync returned at now: its work is done (the cursors' correction). */
+void fk_us_done(fk_task *t, uint64_t now);
+/* What a resume looks at on t's board, now. */
+void fk_resume_view_of(fk_task *t, fk_resume_view *v, uint64_t now);
+/* Whether t, a waiter, may launch kid now without asking (board resume). */
+int fk_resume_now(fk_task *t, uint64_t dur);
+
+/* ---- the hook's own kernel (probe.c) ---- */
+
+/* Its name: timelines, CUPTI readers and launch probes leave it out. */
+#define FK_PROBE_NAME "fikit_hook_probe"
+/* Sender thread: time the probe for calibration seq (Calibrate). */
+void fk_probe_calibrate(fk_task *t, uint32_t seq, uint64_t probe_ns);
+/* Sender thread: move calibrations on; whether one is under way. */
+int fk_probe_poll(void);
+/* Sender thread: one launch of the probe, ns long (issue 27's warm-up):
+ * 1 if it went. */
+int fk_probe_launch(fk_task *t, uint64_t ns);
+void fk_probe_reset_child(void);
+
+/* ---- the pre-switch's warm-up (warm.c) ---- */
+
+/* Sender thread: the warm-up, if nothing forbids it now: 1 if it went. */
+int fk_warm_launch(fk_task *t, uint64_t ns);
+/* What the core's warm_ok looks at: a run of t under way. */
+int fk_warm_in_run(fk_task *t);
+/* t's context was destroyed or reset: no probe from then on (probe.c). */
+int fk_probe_ctx_gone(const fk_task *t);
+/* The context ctx (by_dev: every context of device dev) is going. */
+void fk_probe_forget(CUcontext ctx, CUdevice dev, int by_dev);
 
 /* ---- the core of the process (control.c) ---- */
 
@@ -304,7 +369,10 @@ void fk_register_wait(fk_task *t);
 /* A waiter's launch without credit: ask for seq and wait for the grant,
  * asking again while the board shows a grant stale (core: FK_REASK_MAX).
  * Returns 1 granted, 0 failed open or told to stop waiting. */
-int fk_waiter_launch(fk_task *t, uint32_t seq, uint64_t kid);
+int fk_waiter_launch(fk_task *t, uint32_t seq, uint64_t kid, uint64_t dur);
+/* fk_waiter_launch's answer beside 1 (granted) and 0 (failed open): the
+ * launch went on the board's word (resumed), and is to be reported. */
+#define FK_WAITER_RESUMED 2
 
 /* ---- measurement (measure.c) ---- */
 

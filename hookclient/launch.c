@@ -12,7 +12,6 @@
  * capture) falls back to calling the driver untouched. */
 #include "handlers.h"
 
-atomic_int fk_capturing;
 
 static fk_fn graph_unknown_fn;
 
@@ -24,7 +23,9 @@ typedef struct lstate {
 	uint32_t seq;
 	uint32_t ev;
 	unsigned flags; /* FK_RF_* */
-	int bounded;    /* under the in-flight bound: record its completion */
+	int bounded;    /* under the count bound: record its completion */
+	uint64_t dur;   /* predicted duration (0: no table) */
+	int us;         /* under the µs bound: the cursor moves on when it goes */
 	CUstream evs;   /* the launch's stream, as the hook's own calls name it */
 	uint64_t t_ev; /* host time before the start event was recorded */
 	uint64_t t_launch; /* … and before the real launch */
@@ -112,10 +113,18 @@ static inline int before(lstate *l, int slot, const fk_fn *fn, uintptr_t handle,
 		fk_name_log_first((fk_fn *)fn, handle, l->dims);
 	l->flags = FK_RF_NOTIFY;
 	fk_board_gpu *bg = atomic_load_explicit(&t->bgpu, memory_order_relaxed);
-	l->bounded = 0;
-	if (FK_UNLIKELY(bg != NULL) && !(mode & (FK_MODE_MEASURE | FK_MODE_WAITER)) && fk_inflight_bounded(bg)) {
-		fk_inflight_wait(t); /* first: the gate below then sees the state after the wait */
-		l->bounded = 1;
+	l->bounded = l->us = 0;
+	l->dur = 0;
+	if (FK_UNLIKELY(bg != NULL) && !(mode & FK_MODE_MEASURE) && fk_better_registered(bg)) {
+		/* First: the gate below then sees the state after the wait. */
+		if (fk_us_bound(t)) {
+			l->dur = fk_kernel_ns(t, l->kid);
+			fk_us_wait(t, bg, l->dur);
+			l->us = 1;
+		} else if (!(mode & FK_MODE_WAITER) && fk_count_bound(t)) {
+			fk_inflight_wait(t);
+			l->bounded = 1;
+		}
 	}
 	if (!(mode & FK_MODE_WAITER) && FK_UNLIKELY(bg != NULL) && fk_cfg.priority > 0 && gate_closed(t, bg)) {
 		/* A holder of lower priority (the better one was idle past its TTL)
@@ -130,17 +139,34 @@ static inline int before(lstate *l, int slot, const fk_fn *fn, uintptr_t handle,
 		uint32_t lim = atomic_load_explicit(&t->credit_limit, memory_order_relaxed);
 		if ((int32_t)(lim - next) >= 0 && FK_UNLIKELY(gate_closed(t, bg)))
 			gate_closed_step(t), lim = next - 1; /* stale credit: ask */
-		if ((int32_t)(lim - next) < 0) { /* no credit: ask (or fail open) */
+		if ((int32_t)(lim - next) < 0) { /* no credit: resume on the board, or ask (or fail open) */
 			uint64_t until = atomic_load_explicit(&t->backoff_until_ns, memory_order_relaxed);
 			if (until && fk_now_ns() < until)
 				return 0; /* failed open recently: pass straight through */
+			if (bg && !l->dur)
+				l->dur = fk_kernel_ns(t, l->kid);
+			if (bg && fk_resume_now(t, l->dur)) {
+				/* The better priorities are between runs and their
+				 * next run leaves room: it goes, and its report tells
+				 * the daemon (docs/scheduler.md "Resuming on the
+				 * board"). Without a µs bound, a resume keeps to the
+				 * count bound. */
+				if (!l->us && fk_count_bound(t)) {
+					fk_inflight_wait(t);
+					l->bounded = 1;
+				}
+				if (FK_UNLIKELY(atomic_load_explicit(&fk_sender_dozing, memory_order_relaxed)))
+					fk_sender_wake();
+				goto launch;
+			}
 			l->seq = atomic_fetch_add_explicit(&t->seq, 1, memory_order_relaxed) + 1;
 			if (bg) /* lower priorities see it before the daemon does */
 				fk_board_note(bg, fk_cfg.priority, fk_now_ns());
 			/* Asked again while the board shows the grant stale
-			 * (core.c, on_granted). */
-			fk_waiter_launch(t, l->seq, l->kid);
-			l->flags = 0; /* the request announced it */
+			 * (core.c, on_granted); or, while it waits, the board
+			 * lets it resume: then it is reported like any launch. */
+			int r = fk_waiter_launch(t, l->seq, l->kid, l->dur);
+			l->flags = r == FK_WAITER_RESUMED ? FK_RF_NOTIFY : 0; /* else the request announced it */
 			mode = atomic_load_explicit(&t->mode, memory_order_acquire);
 			if (mode == FK_MODE_PASS)
 				return 0;
@@ -154,8 +180,11 @@ static inline int before(lstate *l, int slot, const fk_fn *fn, uintptr_t handle,
 		if (FK_UNLIKELY(atomic_load_explicit(&fk_sender_dozing, memory_order_relaxed)))
 			fk_sender_wake();
 	}
+launch:
 	l->seq = atomic_fetch_add_explicit(&t->seq, 1, memory_order_relaxed) + 1;
 counted:
+	if (l->us)
+		fk_us_launched(t, atomic_load_explicit(&t->board, memory_order_relaxed), bg, l->dur);
 	if (atomic_fetch_add_explicit(&t->run_kernels, 1, memory_order_relaxed) == 0) {
 		atomic_store_explicit(&t->run_start_ns, fk_now_ns(), memory_order_relaxed);
 		/* Sharing: the daemon watches the profile for drift on one run in

@@ -54,6 +54,27 @@ static uint64_t ring_dropped_reported;
 /* The sender's share of the core's actions: datagrams. */
 static fk_act acts[FK_ACTS_MAX];
 
+/* The task's kernel durations from a KernelTimes (m, still in its
+ * datagram): into its table, made at the first (kerneltimes.h). */
+static void store_times(fk_task *t, const fk_msg_in *m)
+{
+	fk_ktab *k = atomic_load(&t->kt);
+	if (!k) {
+		k = calloc(1, sizeof *k);
+		if (!k)
+			return;
+		atomic_store(&t->kt, k);
+	}
+	static fk_kernel_time e[FK_MAX_DATAGRAM / 3];
+	static uint64_t ids[FK_MAX_DATAGRAM / 3];
+	static uint32_t ns[FK_MAX_DATAGRAM / 3];
+	size_t n = fk_decode_elems(m, e, sizeof e / sizeof e[0]);
+	for (size_t i = 0; i < n; i++)
+		ids[i] = e[i].kernel_id, ns[i] = e[i].duration_ns;
+	fk_kt_put(k, m->bound_ns, m->default_ns, ids, ns, (uint32_t)n);
+	fk_log(FK_LOG_DEBUG, "kernel times: %zu kernels, bound %u ns, default %u ns", n, m->bound_ns, m->default_ns);
+}
+
 static void send_acts(int n)
 {
 	for (int i = 0; i < n; i++)
@@ -123,16 +144,36 @@ static void on_message(const fk_msg_in *m)
 			fk_pool_create(t);
 		ev.pool = atomic_load(&t->pool) != NULL;
 		if (m->type == FK_MSG_REGISTER_ACK) {
+			/* A new registration: the durations come again (a new
+			 * profile may have been made). */
+			fk_ktab *k = atomic_load(&t->kt);
+			if (k)
+				fk_kt_clear(k);
 			fk_board_gpu *g = attach_board(t, m);
 			ev.board = g != NULL;
 			ev.now = fk_now_ns();
 			ev.above = g ? fk_board_above(atomic_load(&t->board), g, fk_cfg.priority, ev.now) : 0;
 		}
 		ev.seq_now = atomic_load_explicit(&t->seq, memory_order_relaxed);
+		if (m->type == FK_MSG_WARM) {
+			ev.in_run = fk_warm_in_run(t);
+			ev.capturing = atomic_load(&fk_capturing) > 0;
+			ev.ctx_gone = fk_probe_ctx_gone(t);
+		}
 	}
 	if (!ev.now)
 		ev.now = fk_now_ns();
-	step(&ev);
+	int n = fk_ctl_step(&ev, acts, FK_ACTS_MAX);
+	send_acts(n);
+	for (int i = 0; i < n; i++) {
+		fk_task *t = &fk_tasks[acts[i].task];
+		if (acts[i].type == FK_ACT_KERNEL_TIMES)
+			store_times(t, m);
+		else if (acts[i].type == FK_ACT_CALIBRATE)
+			fk_probe_calibrate(t, acts[i].seq, acts[i].ns);
+		else if (acts[i].type == FK_ACT_WARM)
+			fk_warm_launch(t, acts[i].ns);
+	}
 }
 
 static int receive_all(void)
@@ -292,6 +333,7 @@ static void *sender_main(void *arg)
 			step(&(fk_ev){.type = FK_EV_FLUSH, .now = now, .until = now + FK_FLUSH_MS * 1000000ull});
 			activity++;
 		}
+		pending |= fk_probe_poll(); /* a calibration's probes: polled as events are */
 		step(&(fk_ev){.type = FK_EV_TICK, .now = fk_now_ns()});
 		flush();
 		if (readable)
@@ -445,4 +487,5 @@ void fk_sender_reset_child(void)
 	started = 0;
 	memset(batches, 0, sizeof batches);
 	atomic_store(&exiting, 0);
+	fk_probe_reset_child();
 }

@@ -84,6 +84,13 @@ void fk_run_end(fk_task *t, int reason)
 	atomic_store_explicit(&t->sampling, 0, memory_order_relaxed); /* the next run decides anew */
 	uint64_t start = atomic_load_explicit(&t->run_start_ns, memory_order_relaxed);
 	uint64_t now = fk_now_ns();
+	/* The sync returned: the task's work is done (the one completion the
+	 * µs bound sees without waiting for it), and lower priorities see on
+	 * the board that the run ended (board resume). */
+	fk_us_done(t, now);
+	fk_board_gpu *bg = atomic_load_explicit(&t->bgpu, memory_order_relaxed);
+	if (bg)
+		fk_board_run_end(bg, fk_cfg.priority, now);
 	fk_rec r = {.kind = FK_REC_RUN_END,
 		    .task = (uint16_t)t->index,
 		    .seq = (uint32_t)reason,

@@ -13,6 +13,13 @@
  * instead: the daemon writes the answer into the slot and wakes it with a
  * futex, no datagram either way back.
  *
+ * While it waits, a thread that may resume on the board (docs/scheduler.md
+ * "Resuming on the board": the task the daemon lets resume)
+ * goes without the answer as soon as the board shows the better
+ * priorities' runs ended with room before their next: it sleeps on its
+ * GPU's wake word, which their hooks bump at a run end when someone
+ * sleeps there, and the daemon at every answer in a slot.
+ *
  * Every answer, and the end of every wait, is an event for the core, which
  * says how long to wait, when the launch goes, whether a stale grant is
  * asked for again, and what a timeout (fail open) or a refused connection
@@ -128,6 +135,9 @@ static void release_slot(fk_board_slot *sl, uint32_t seq)
 /* Longest futex sleep between looks at the socket: errors (and a refused
  * connection) still come by UDP. */
 #define SLOT_POLL_NS 2000000u
+/* A thread that may resume but waits on its socket (another of its task's
+ * threads has the slot) looks at the board this often. */
+#define RESUME_POLL_NS 200000u
 
 /* One wait: what the core says to an event about it. */
 typedef struct wait {
@@ -193,8 +203,10 @@ static void look_at_slot(wait *w, fk_board_slot *sl, uint64_t *hold_seen)
 
 /* Ask for launch seq and wait for the answer; use_slot: the answer may come
  * in the task's board slot (a request asked again for the same seq goes by
- * UDP: the slot still shows the first grant). */
-static int request(fk_task *t, uint32_t seq, uint64_t kid, int use_slot)
+ * UDP: the slot still shows the first grant). Returns 1 granted, 0 failed
+ * open (or told to stop), FK_WAITER_RESUMED when the board let it go (dur:
+ * its predicted duration). */
+static int request(fk_task *t, uint32_t seq, uint64_t kid, int use_slot, uint64_t dur)
 {
 	int fd = thread_socket();
 	if (fd < 0)
@@ -217,12 +229,29 @@ static int request(fk_task *t, uint32_t seq, uint64_t kid, int use_slot)
 		return 0;
 	}
 	step(&w, &(fk_ev){.type = FK_EV_REQUEST, .seq = seq});
+	fk_board_gpu *bg = atomic_load_explicit(&t->bgpu, memory_order_relaxed);
+	int resumed = 0, sleeper = 0;
 	while (!w.done) {
-		uint32_t slot_gen = 0;
+		uint32_t wake_gen = 0;
+		if (bg) {
+			/* The wake word before the looks: a change after them ends
+			 * the futex wait at once. A thread that may resume counts
+			 * itself a sleeper first, so that a run end after its look
+			 * wakes it (board.c). */
+			fk_resume_view v;
+			fk_resume_view_of(t, &v, fk_now_ns());
+			int may = v.on && v.task_ok;
+			if (may != sleeper) {
+				atomic_fetch_add_explicit(&bg->sleepers, may ? 1u : (uint32_t)-1, memory_order_seq_cst);
+				sleeper = may;
+			}
+			wake_gen = atomic_load_explicit(&bg->wake, memory_order_seq_cst);
+			if (may && fk_resume_now(t, dur)) {
+				resumed = 1;
+				break;
+			}
+		}
 		if (sl) {
-			/* The generation before the look: a change after it ends the
-			 * futex wait at once. */
-			slot_gen = atomic_load_explicit(&sl->gen, memory_order_acquire);
 			look_at_slot(&w, sl, &hold_seen);
 			if (w.done)
 				break;
@@ -248,9 +277,11 @@ static int request(fk_task *t, uint32_t seq, uint64_t kid, int use_slot)
 			if (left > SLOT_POLL_NS)
 				left = SLOT_POLL_NS;
 			struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)left};
-			syscall(SYS_futex, &sl->gen, FUTEX_WAIT, slot_gen, &ts, NULL, 0);
+			syscall(SYS_futex, &bg->wake, FUTEX_WAIT, wake_gen, &ts, NULL, 0);
 			continue;
 		}
+		if (sleeper && left > RESUME_POLL_NS)
+			left = RESUME_POLL_NS; /* no slot to be woken in: look at the board now and then */
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
 		struct timespec ts = {.tv_sec = (time_t)(left / 1000000000u), .tv_nsec = (long)(left % 1000000000u)};
 		if (ppoll(&pfd, 1, &ts, NULL) <= 0)
@@ -261,18 +292,27 @@ static int request(fk_task *t, uint32_t seq, uint64_t kid, int use_slot)
 		else if (errno == ECONNREFUSED)
 			on_refused(&w);
 	}
+	if (sleeper)
+		atomic_fetch_sub_explicit(&bg->sleepers, 1, memory_order_seq_cst);
 	release_slot(sl, seq);
+	if (resumed)
+		return FK_WAITER_RESUMED;
 	return w.granted;
 }
 
-int fk_waiter_launch(fk_task *t, uint32_t seq, uint64_t kid)
+int fk_waiter_launch(fk_task *t, uint32_t seq, uint64_t kid, uint64_t dur)
 {
-	int granted = request(t, seq, kid, 1);
+	int granted = request(t, seq, kid, 1, dur);
 	for (uint32_t asks = 1; granted; asks++) {
-		/* What the board shows now decides whether the grant is still
-		 * good (core: on_granted). */
+		if (granted == FK_WAITER_RESUMED)
+			return granted;
 		fk_board *b = atomic_load_explicit(&t->board, memory_order_relaxed);
 		fk_board_gpu *bg = atomic_load_explicit(&t->bgpu, memory_order_relaxed);
+		/* A granted launch keeps to the µs bound too; the board after the
+		 * wait decides whether the grant is still good (core:
+		 * on_granted). */
+		if (bg && fk_better_registered(bg))
+			fk_us_wait(t, bg, dur);
 		uint64_t now = fk_now_ns();
 		fk_act a[4];
 		int n = fk_ctl_step(&(fk_ev){.type = FK_EV_GRANTED, .task = t->index, .now = now, .seq = seq, .asks = asks,
@@ -283,7 +323,7 @@ int fk_waiter_launch(fk_task *t, uint32_t seq, uint64_t kid)
 			reask |= a[i].type == FK_ACT_REASK;
 		if (!reask)
 			break;
-		granted = request(t, seq, kid, 0);
+		granted = request(t, seq, kid, 0, dur);
 	}
 	return granted;
 }

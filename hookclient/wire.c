@@ -166,7 +166,7 @@ static int in_range(const fk_wire_field *f, const void *s)
 		uint64_t v = get_u(s, f);
 		return v >= f->lo && v <= f->hi;
 	}
-	if (f->kind == FK_K_RECORDS || f->kind == FK_K_LAUNCHES) {
+	if (f->elems) {
 		const uint8_t *e = get_ptr(s, f);
 		for (size_t i = 0, n = get_len(s, f); i < n; i++, e += f->elem_size)
 			for (uint8_t j = 0; j < f->nelems; j++)
@@ -432,6 +432,26 @@ static int get_bin16(rbuf *r, uint8_t *out)
 	return 0;
 }
 
+/* One element of array f into e (NULL: only checked). */
+static int get_elem(rbuf *r, const fk_wire_field *f, void *e)
+{
+	uint32_t n;
+	uint64_t v;
+	if (get_array(r, &n) || n < f->nelems)
+		return -1;
+	for (uint8_t j = 0; j < f->nelems; j++) {
+		const fk_wire_field *ef = &f->elems[j];
+		if (get_uint(r, ef->hi, &v) || v < ef->lo)
+			return -1;
+		if (e)
+			set_u(e, ef, v);
+	}
+	for (uint32_t j = f->nelems; j < n; j++)
+		if (skip_obj(r, 0))
+			return -1;
+	return 0;
+}
+
 /* One field of a daemon → hook message into m. */
 static int get_field(rbuf *r, const fk_wire_field *f, fk_msg_in *m)
 {
@@ -463,7 +483,41 @@ static int get_field(rbuf *r, const fk_wire_field *f, fk_msg_in *m)
 		return 0;
 	}
 	}
-	return -1; /* arrays of elements: no daemon → hook message has one (wiregen) */
+	if (!f->elems)
+		return -1;
+	/* An array of elements: checked here (each an array of at least its
+	 * fields, each in range, extra elements skipped), kept as the
+	 * datagram's bytes for fk_decode_elems. */
+	uint32_t n;
+	if (get_array(r, &n))
+		return -1;
+	const uint8_t *start = r->p;
+	for (uint32_t i = 0; i < n; i++)
+		if (get_elem(r, f, NULL))
+			return -1;
+	*(const uint8_t **)((uint8_t *)m + f->off) = start;
+	*(size_t *)((uint8_t *)m + f->len_off) = n;
+	return 0;
+}
+
+size_t fk_decode_elems(const fk_msg_in *m, void *out, size_t cap)
+{
+	const fk_wire_msg *d = msg_def(m->type, FK_DIR_TO_HOOK);
+	for (uint8_t i = 0; d && i < d->nfields; i++) {
+		const fk_wire_field *f = &d->fields[i];
+		if (!f->elems)
+			continue;
+		const uint8_t *p = *(const uint8_t *const *)((const uint8_t *)m + f->off);
+		size_t n = *(const size_t *)((const uint8_t *)m + f->len_off), k = 0;
+		/* The datagram was checked: its array ends within it (at most a
+		 * datagram's bytes past its start). */
+		rbuf r = {p, p + FK_MAX_DATAGRAM};
+		for (; p && k < n && k < cap; k++)
+			if (get_elem(&r, f, (uint8_t *)out + k * f->elem_size))
+				break;
+		return k;
+	}
+	return 0;
 }
 
 int fk_decode(const void *buf, size_t len, fk_msg_in *m)

@@ -57,4 +57,9 @@ size_t fk_encode(void *buf, size_t cap, const fk_msg_out *m);
  * type, missing field, value out of range, trailing bytes). */
 int fk_decode(const void *buf, size_t len, fk_msg_in *out);
 
+/* The elements of a decoded message's array (KernelTimes' kernels), as
+ * their structs into out (at most cap): how many. They stay in the datagram
+ * until read, so its buffer must still hold it. */
+size_t fk_decode_elems(const fk_msg_in *m, void *out, size_t cap);
+
 #endif

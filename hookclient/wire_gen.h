@@ -32,8 +32,12 @@ enum fk_msg_type {
 	FK_MSG_LAUNCH_BATCH = 14,
 	FK_MSG_FLUSH = 15,
 	FK_MSG_FLUSHED = 16,
+	FK_MSG_KERNEL_TIMES = 17,
+	FK_MSG_CALIBRATE = 18,
+	FK_MSG_CALIBRATION = 19,
+	FK_MSG_WARM = 20,
 };
-#define FK_MSG_TYPES 17 /* one past the largest type */
+#define FK_MSG_TYPES 21 /* one past the largest type */
 
 /* roles (RegisterAck, State) */
 enum { FK_ROLE_HOLDER = 1, FK_ROLE_WAITER = 2 };
@@ -45,6 +49,8 @@ enum { FK_MEAS_GAP_SPANS_RUN_END = 1, FK_MEAS_OVERLAPPED = 2 };
 enum { FK_RUN_END_STREAM_SYNC = 1, FK_RUN_END_CTX_SYNC = 2, FK_RUN_END_EVENT_SYNC = 3, FK_RUN_END_DTOH_COPY = 4, FK_RUN_END_EXPLICIT = 5 };
 /* RunEnd unmeasured */
 enum { FK_UNMEASURED_STALLED = 1, FK_UNMEASURED_UNCERTAIN = 2, FK_UNMEASURED_NO_EVENTS = 3, FK_UNMEASURED_STOPPED = 4 };
+/* Calibration flags */
+enum { FK_CALIB_MPS = 1, FK_CALIB_FAILED = 2 };
 /* Error codes */
 enum { FK_ERR_UNKNOWN_TASK = 1, FK_ERR_VERSION = 2, FK_ERR_MALFORMED = 3, FK_ERR_INVALID = 4, FK_ERR_OVERLOADED = 5 };
 
@@ -61,6 +67,12 @@ typedef struct fk_launch {
 	uint64_t kernel_id;
 	uint32_t offset_ns;
 } fk_launch;
+
+/* One element of kernels. */
+typedef struct fk_kernel_time {
+	uint64_t kernel_id;
+	uint32_t duration_ns;
+} fk_kernel_time;
 
 /* A message the hook sends (hook → daemon): its type and the fields of
  * every such type, by name. An encoder reads the fields of its type. */
@@ -94,6 +106,9 @@ typedef struct fk_msg_out {
 	uint64_t base_ns;
 	const fk_launch *launches;
 	size_t launches_n;
+	uint64_t host_ns;
+	uint64_t device_ns;
+	uint8_t flags;
 } fk_msg_out;
 
 /* A message the hook receives (daemon → hook), decoded: its type and the
@@ -119,11 +134,16 @@ typedef struct fk_msg_in {
 	uint8_t code;
 	const char *message; /* not NUL-terminated */
 	size_t message_len;
+	uint32_t bound_ns;
+	uint32_t default_ns;
+	const uint8_t *kernels; /* its elements in the datagram: fk_decode_elems */
+	size_t kernels_n;
+	uint32_t probe_ns;
 } fk_msg_in;
 
 /* The table: each type's fields in wire order, as members of fk_msg_out
  * (hook → daemon) or fk_msg_in (daemon → hook). */
-enum fk_wire_kind { FK_K_UINT, FK_K_STR, FK_K_BIN16, FK_K_TRIPLE, FK_K_RECORDS, FK_K_LAUNCHES };
+enum fk_wire_kind { FK_K_UINT, FK_K_STR, FK_K_BIN16, FK_K_TRIPLE, FK_K_RECORDS, FK_K_LAUNCHES, FK_K_KERNEL_TIMES };
 enum { FK_DIR_TO_DAEMON = 1, FK_DIR_TO_HOOK = 2 };
 
 typedef struct fk_wire_field {
@@ -161,6 +181,10 @@ static const fk_wire_field fk_wire_meas_rec_fields[] = {
 static const fk_wire_field fk_wire_launch_fields[] = {
 	{.name = "kernel_id", .kind = FK_K_UINT, .off = offsetof(fk_launch, kernel_id), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
 	{.name = "offset_ns", .kind = FK_K_UINT, .off = offsetof(fk_launch, offset_ns), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+};
+static const fk_wire_field fk_wire_kernel_time_fields[] = {
+	{.name = "kernel_id", .kind = FK_K_UINT, .off = offsetof(fk_kernel_time, kernel_id), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
+	{.name = "duration_ns", .kind = FK_K_UINT, .off = offsetof(fk_kernel_time, duration_ns), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
 };
 const fk_wire_msg fk_wire_msgs[FK_MSG_TYPES] = {
 	[FK_MSG_REGISTER] = {"Register", FK_DIR_TO_DAEMON, 8, 7, (const fk_wire_field[]){
@@ -270,6 +294,30 @@ const fk_wire_msg fk_wire_msgs[FK_MSG_TYPES] = {
 	[FK_MSG_FLUSHED] = {"Flushed", FK_DIR_TO_HOOK, 2, 2, (const fk_wire_field[]){
 		{.name = "task_id", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, task_id), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
 		{.name = "seq", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, seq), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+	}},
+	[FK_MSG_KERNEL_TIMES] = {"KernelTimes", FK_DIR_TO_HOOK, 4, 4, (const fk_wire_field[]){
+		{.name = "task_id", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, task_id), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+		{.name = "bound_ns", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, bound_ns), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+		{.name = "default_ns", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, default_ns), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+		{.name = "kernels", .kind = FK_K_KERNEL_TIMES, .off = offsetof(fk_msg_in, kernels), .len_off = offsetof(fk_msg_in, kernels_n), .elems = fk_wire_kernel_time_fields, .nelems = 2, .elem_size = sizeof(fk_kernel_time)},
+	}},
+	[FK_MSG_CALIBRATE] = {"Calibrate", FK_DIR_TO_HOOK, 3, 3, (const fk_wire_field[]){
+		{.name = "task_id", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, task_id), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+		{.name = "seq", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, seq), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+		{.name = "probe_ns", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, probe_ns), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+	}},
+	[FK_MSG_CALIBRATION] = {"Calibration", FK_DIR_TO_DAEMON, 6, 5, (const fk_wire_field[]){
+		{.name = "task_id", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, task_id), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+		{.name = "seq", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, seq), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+		{.name = "host_ns", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, host_ns), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
+		{.name = "device_ns", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, device_ns), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
+		{.name = "flags", .kind = FK_K_UINT, .off = offsetof(fk_msg_out, flags), .size = 1, .lo = UINT64_C(0x0), .hi = UINT64_C(0x3)},
+		{.name = "token", .kind = FK_K_UINT, .opt = 1, .off = offsetof(fk_msg_out, token), .size = 8, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffffffffffff)},
+	}},
+	[FK_MSG_WARM] = {"Warm", FK_DIR_TO_HOOK, 3, 3, (const fk_wire_field[]){
+		{.name = "task_id", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, task_id), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+		{.name = "seq", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, seq), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
+		{.name = "probe_ns", .kind = FK_K_UINT, .off = offsetof(fk_msg_in, probe_ns), .size = 4, .lo = UINT64_C(0x0), .hi = UINT64_C(0xffffffff)},
 	}},
 };
 #endif

@@ -23,10 +23,40 @@ type Config struct {
 	// MinGap is the shortest predicted holder gap worth filling (paper: 0.1 ms).
 	MinGap int64
 	// SwitchCost is the GPU time a context switch costs; filling a window
-	// makes the holder's next kernel pay one switch back.
-	SwitchCost int64
+	// makes the holder's next kernel pay one switch back. SwitchCostAuto
+	// (the default): each GPU's is measured (switchcost.go), and
+	// SwitchCostPrior is assumed until it is.
+	SwitchCost      int64
+	SwitchCostPrior int64
+	// SwitchCalibrate is how often a GPU's switch is measured again (auto).
+	SwitchCalibrate int64
+	// SwitchAware prices switches as they are: a fill inside a holder's run
+	// must leave room for both switches (to the filler and back), while
+	// the one switch back before a holder's next run — the price of
+	// sharing at all — and an idle period's backlog, bounded by
+	// InflightBudget, are not charged to the delay budget (fill.go).
+	SwitchAware bool
 	// InflightBudget bounds the predicted low-priority GPU time outstanding.
 	InflightBudget int64
+	// HookBound: hooks of a worse priority than one registered keep their
+	// own predicted GPU time queued or running within InflightBudget (a
+	// device-time cursor over the kernel durations the daemon sends them,
+	// KernelTimes), for granted and holding launches alike; false: they
+	// bound a holder's kernels by count (FIKIT_INFLIGHT) as before.
+	HookBound bool
+	// BoardResume: a waiter whose better priorities are all between runs
+	// on the board launches without asking, within its in-flight bound,
+	// while the holders' predicted next run (BoardHints) leaves a switch
+	// and its kernel's time (docs/scheduler.md "Resuming on the board").
+	BoardResume bool
+	// PreSwitch: ahead of the best priority's predicted run (periodic
+	// arrivals) the low priorities stop PreSwitchMargin plus a switch
+	// early and its hook makes its context resident (a warm-up), so that
+	// the request pays no switch; they stay stopped until its run starts,
+	// at most PreSwitchGuard past the prediction (preswitch.go).
+	PreSwitch       bool
+	PreSwitchGuard  int64
+	PreSwitchMargin int64
 	// GrantLead is how long before a window's start (the predicted end of
 	// the holders' launched work) its first kernels are granted: about a
 	// grant's trip to the waiting thread and its launch's to the GPU. A
@@ -59,8 +89,14 @@ type Config struct {
 	// GPU that was idle then.
 	GrantLease int64
 	// HolderTTL: a task counts as active this long after its last launch or
-	// registration; holders are the best-priority active tasks.
-	HolderTTL int64
+	// registration; holders are the best-priority active tasks. With
+	// HolderTTLAlpha > 0 a task whose run starts have been seen often
+	// enough is active for HolderTTLAlpha × its mean interval between run
+	// starts instead, within [HolderTTLMin, HolderTTLMax] (arrivals.go).
+	HolderTTL      int64
+	HolderTTLAlpha float64
+	HolderTTLMin   int64
+	HolderTTLMax   int64
 	// ProfileTurn bounds the turn of a task profiling alone at the best
 	// priority: ending no run for this long, it holds the others of its
 	// priority back no more, until it ends a run.
@@ -110,6 +146,9 @@ type Config struct {
 	RunEndByPosition bool
 }
 
+// SwitchCostAuto is SwitchCost's value for "measure it" (`auto`).
+const SwitchCostAuto = -1
+
 // DefaultConfig returns the defaults documented in docs/scheduler.md.
 func DefaultConfig() Config {
 	return Config{
@@ -117,8 +156,16 @@ func DefaultConfig() Config {
 		FairLag:           int64(5 * time.Millisecond),
 		FairIdle:          int64(2 * time.Millisecond),
 		MinGap:            int64(100 * time.Microsecond),
-		SwitchCost:        int64(25 * time.Microsecond),
+		SwitchCost:        SwitchCostAuto,
+		SwitchCostPrior:   int64(140 * time.Microsecond),
+		SwitchCalibrate:   int64(2 * time.Second),
+		SwitchAware:       true,
 		InflightBudget:    int64(200 * time.Microsecond),
+		HookBound:         true,
+		BoardResume:       true,
+		PreSwitch:         false,
+		PreSwitchGuard:    int64(time.Millisecond),
+		PreSwitchMargin:   int64(200 * time.Microsecond),
 		GrantLead:         int64(25 * time.Microsecond),
 		DelayBudget:       0.05,
 		IdleAlpha:         2,
@@ -127,6 +174,9 @@ func DefaultConfig() Config {
 		IdleStarve:        int64(time.Millisecond),
 		GrantLease:        int64(2 * time.Millisecond),
 		HolderTTL:         int64(time.Second),
+		HolderTTLAlpha:    2,
+		HolderTTLMin:      int64(2 * time.Millisecond),
+		HolderTTLMax:      int64(10 * time.Second),
 		ProfileTurn:       int64(time.Second),
 		DefaultKernel:     int64(100 * time.Microsecond),
 		SkipLimit:         25,
@@ -149,6 +199,10 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	if err := c.validateSettings(); err != nil {
 		return err
+	}
+	if c.HolderTTLMin > c.HolderTTLMax {
+		return fmt.Errorf("%w: need holder-ttl-min (%v) ≤ holder-ttl-max (%v)", ErrConfig,
+			time.Duration(c.HolderTTLMin), time.Duration(c.HolderTTLMax))
 	}
 	if c.DeadAfter <= c.HeartbeatInterval {
 		return fmt.Errorf("%w: need heartbeat-interval (%v) < dead-after (%v)", ErrConfig,

@@ -108,6 +108,9 @@ func (n *Node) topUp(t *task) {
 	if m := n.profilingRun(g); m != nil && t != m && t.prio >= m.prio {
 		return // no more launches beside a profiling run (profilingRun)
 	}
+	if t == n.calibrating(g) {
+		return // its probes are being timed
+	}
 	ds := n.creditFor(t, t.seq+t.credit, room, 0)
 	if max := n.cfg.MaxCredit - int(t.credit); len(ds) > max {
 		ds = ds[:max]

@@ -71,12 +71,15 @@ func TestFairWeights(t *testing.T) {
 	if gpu := time.Duration(a)*50*time.Microsecond/2 + time.Duration(b)*100*time.Microsecond; turns > uint64(gpu/time.Duration(cfg.FairLag))+2 {
 		t.Errorf("%d turns for %v of virtual time", turns, gpu)
 	}
-	// best-prio-fit fills an idle period in arrival order: a kernel
-	// each, B twice A's GPU time whatever the weights.
+	// best-prio-fit fills an idle period in arrival order whatever the
+	// weights: the same kernels at 2:1 as at 1:2, A's far from 4 to 1 (a
+	// kernel each, or two of A's 50 µs in the room of one of B's, as the
+	// idle period's cap falls).
 	cfg.Policy = PolicyBestPrioFit
 	a, b, _ = waitersTake(t, cfg, 2, 1, 50*time.Microsecond, 100*time.Microsecond, 600)
-	if a > b*11/10 {
-		t.Errorf("best-prio-fit: A %d, B %d kernels", a, b)
+	a2, b2, _ := waitersTake(t, cfg, 1, 2, 50*time.Microsecond, 100*time.Microsecond, 600)
+	if a != a2 || b != b2 || a > b*5/2 {
+		t.Errorf("best-prio-fit: A %d, B %d kernels at weights 2:1, %d and %d at 1:2", a, b, a2, b2)
 	}
 }
 

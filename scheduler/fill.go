@@ -26,7 +26,13 @@ func (n *Node) notified(t *task, seq uint32, kernel uint64, at int64) {
 	n.noteLaunch(t, seq, at, 0, kernel)
 	g := t.gpu
 	g.lpLast = t
-	n.waiterRunStart(t, seq)
+	n.waiterRunStart(t, seq, at)
+	if n.resumed(t, seq) {
+		// Its launch went on the board's word (board-resume): the GPU
+		// time is accounted as any launch's below; the request is not to
+		// be granted again.
+		n.stats.BoardResumes++
+	}
 	if t.credit > 0 {
 		// The launch turns its reservation into predicted work.
 		n.useCredit(t)
@@ -49,11 +55,12 @@ func (n *Node) notified(t *task, seq uint32, kernel uint64, at int64) {
 
 // waiterRunStart starts a waiter's run at its first launch (seq) after a run
 // end.
-func (n *Node) waiterRunStart(t *task, seq uint32) {
+func (n *Node) waiterRunStart(t *task, seq uint32, at int64) {
 	t.anchorRun(seq)
 	if !t.inRun {
 		t.inRun = true
 		t.runStart = n.now
+		t.runStarted(at)
 	}
 }
 
@@ -108,7 +115,7 @@ func (n *Node) requested(t *task, seq uint32, kernel uint64) error {
 	}
 	t.lastActive = n.now
 	n.noteLaunch(t, seq, n.now, 0, kernel)
-	n.waiterRunStart(t, seq)
+	n.waiterRunStart(t, seq, n.now)
 	g.queues[t.prio] = append(g.queues[t.prio], &request{
 		t: t, seq: seq, kernel: kernel, est: n.estimateAt(t, kernel, seq), arrived: n.now, lastHold: n.now,
 	})
@@ -189,13 +196,16 @@ func (n *Node) holderLaunch(h *task, k uint64, now int64, seq uint32) int64 {
 		n.correctGap(h, maxi(0, now-h.busyUntil))
 	}
 	h.anchorRun(seq)
+	resident := false // a warm-up made its context resident (pre-switch)
 	if !h.inRun {
+		resident = n.preSwitchArrived(h, now)
 		h.inRun = true
 		h.offSequence = false
 		if h.runStart > 0 {
 			h.learnRunEvery(now - h.runStart)
 		}
 		h.runStart = now
+		h.runStarted(now)
 		if h.runEnd > 0 {
 			h.learnRunGap(now - h.runEnd)
 		}
@@ -203,6 +213,9 @@ func (n *Node) holderLaunch(h *task, k uint64, now int64, seq uint32) int64 {
 		h.delayPending = 0
 	}
 	n.endFill(g, now)
+	// Another context ran since the holder's last launch: low-priority work
+	// was granted, or predicted to run past it (a lower holder's).
+	otherRan := (g.lpInWindow || g.lpBusyUntil > h.lastLaunch) && !resident
 	if g.lpInWindow {
 		// Whatever the low-priority tasks may still launch on credit would
 		// now delay the holder: take it back.
@@ -215,6 +228,12 @@ func (n *Node) holderLaunch(h *task, k uint64, now int64, seq uint32) int64 {
 	start := maxi(now, h.busyUntil)
 	// Low-priority work granted earlier runs first; the switch back is paid.
 	start = maxi(start, g.lpBusyUntil)
+	if n.cfg.SwitchAware && otherRan {
+		// … and so is the switch back, before the holder's kernel starts:
+		// predicted without it, the holder's work seemed done a switch
+		// early, and the idle period that followed filled into its run.
+		start += n.switchCost(g)
+	}
 	dur, gap, hasGap, last := n.holderKernel(h, k, seq)
 	h.busyUntil = start + dur
 	h.nextLaunch, h.predicted = 0, 0
@@ -271,6 +290,20 @@ func (n *Node) holderRunEnded(h *task, runNs int64) {
 	if runNs > 0 && h.runStart > 0 && h.runStart+runNs < end {
 		end = h.runStart + runNs
 	}
+	if h.sighted > h.lastLaunch && h.sighted > h.runStart {
+		// The board showed a launch after this run's last: the next run
+		// is under way (its reports come after this one), and no window
+		// opens into it. Its start is the sighting.
+		end = mini(end, h.sighted)
+		h.runEnd = end
+		h.learnRunGap(h.sighted - end)
+		h.learnRunEvery(h.sighted - h.runStart)
+		h.runStart = h.sighted
+		h.runStarted(h.sighted)
+		h.nextLaunch = 0
+		n.updateWindow(h.gpu)
+		return
+	}
 	h.inRun = false
 	h.runEnd = end
 	// A run ends when its work is done, whatever was predicted: kernels of
@@ -308,6 +341,9 @@ func (n *Node) updateWindow(g *gpu) {
 		}
 		w.start = maxi(w.start, h.busyUntil)
 		w.end = mini(w.end, h.nextLaunch)
+	}
+	if stop := n.preSwitchStop(g); w.open && stop > 0 {
+		w.end = mini(w.end, stop) // the low priority off the device for a warm-up
 	}
 	// A window whose end has passed is none: the holder is late, not idle
 	// (counting it would add an opportunity, and a record, per report).
@@ -367,7 +403,10 @@ func (n *Node) idleThreshold(h *task) int64 {
 
 // schedule grants what g's state allows now.
 func (n *Node) schedule(g *gpu) {
-	if g.waiting() == 0 {
+	n.maybeCalibrate(g)
+	g.held = n.calibrating(g)
+	n.preSwitchStep(g)
+	if g.waiting() == 0 || n.preSwitchHolds(g) {
 		return
 	}
 	for _, h := range g.tasks {
@@ -402,9 +441,20 @@ func (n *Node) startIdle(g *gpu) {
 	g.idleSince = n.now
 	g.opp++
 	n.stats.IdlePeriods++
-	sw := n.cfg.SwitchCost
+	sw := n.switchCost(g)
 	if g.lpInWindow {
 		sw = 0 // the switch back is already charged
+	}
+	if n.cfg.SwitchAware && n.cfg.DelayBudget > 0 {
+		// The backlog is bounded by the in-flight budget (which the
+		// hooks keep too, hook-bound): what a returning holder finds is at
+		// most that and a switch, whatever the delay budget says.
+		g.idleCap = n.cfg.InflightBudget
+		if n.holdersInRun(g) {
+			n.charge(g, sw) // a switch inside a run is an extra one
+		}
+		g.lpInWindow = true
+		return
 	}
 	g.idleCap = mini(n.cfg.InflightBudget, n.budgetLeft(g)-sw)
 	if g.idleCap <= 0 {
@@ -471,8 +521,11 @@ func (n *Node) profilingRun(g *gpu) *task {
 }
 
 // mayFill reports whether r may be granted while g.measuring's profiling
-// run lasts.
+// run lasts, and g.held is not being calibrated.
 func (g *gpu) mayFill(r *request) bool {
+	if r.t == g.held {
+		return false
+	}
 	m := g.measuring
 	return m == nil || r.t == m || r.t.prio < m.prio
 }
@@ -486,18 +539,31 @@ func (n *Node) fillWindow(g *gpu) {
 	if !n.windowStarting(g) {
 		return // the holders' work still runs: wait for it to drain (deadline)
 	}
-	if !g.lpInWindow {
-		// The first low-priority kernel in this window costs the holders a
-		// context switch back when they return.
-		if n.budgetLeft(g) < n.cfg.SwitchCost {
-			n.passOver(g)
-			return
+	sw := n.switchCost(g)
+	// The first low-priority kernel in this window costs the holders a
+	// context switch back when they return (charged).
+	charged := sw
+	if n.cfg.SwitchAware {
+		if n.holdersInRun(g) {
+			// A gap inside a run: the holders' next kernel would not have
+			// paid a switch at all, so the fill must be off the device a
+			// switch before it, and the gap pay for both switches.
+			w.end -= sw
+		} else {
+			// Before the holders' next run: the one switch back is the
+			// price of filling there at all, not a delay the budget
+			// limits (docs/scheduler.md "Switch-aware fills").
+			charged = 0
 		}
+	}
+	if !g.lpInWindow && (n.budgetLeft(g) < charged || n.cfg.DelayBudget == 0) {
+		n.passOver(g)
+		return
 	}
 	for {
 		start := maxi(maxi(n.now, w.start), g.lpBusyUntil) + g.reservedNs
 		if !g.lpInWindow {
-			start += n.cfg.SwitchCost // switching to the low-priority context
+			start += sw // switching to the low-priority context
 		}
 		room := w.end - start
 		r := n.policy.window(n, g, room, false)
@@ -506,13 +572,38 @@ func (n *Node) fillWindow(g *gpu) {
 			return
 		}
 		if !g.lpInWindow {
-			n.charge(g, n.cfg.SwitchCost)
+			n.charge(g, charged)
 			g.lpInWindow = true
 		}
 		g.lpBusyUntil = start - g.reservedNs + r.est
 		g.windowGrants++
 		n.grant(r, n.creditOf(r, w.end-g.lpBusyUntil-g.reservedNs), w.end)
 	}
+}
+
+// holdersInRun reports whether some holder of g is inside a run (the gap
+// ahead is between two of its kernels, not before its next run).
+func (n *Node) holdersInRun(g *gpu) bool {
+	for _, h := range g.tasks {
+		if h.role == RoleHolder && h.inRun {
+			return true
+		}
+	}
+	return false
+}
+
+// resumed reports whether t's launch seq was a request still queued —
+// launched on the board's word without a grant (board-resume) — and takes
+// it out of the queue.
+func (n *Node) resumed(t *task, seq uint32) bool {
+	g := t.gpu
+	for i, r := range g.queues[t.prio] {
+		if r.t == t && r.seq == seq {
+			n.take(g, int(t.prio), i)
+			return true
+		}
+	}
+	return false
 }
 
 // fillIdle lets waiting kernels run while the holders are idle, keeping the
@@ -525,9 +616,20 @@ func (n *Node) fillIdle(g *gpu) {
 	g.measuring = n.profilingRun(g)
 	for {
 		backlog := maxi(0, g.lpBusyUntil-n.now) + g.reservedNs
-		r := n.policy.idle(n, g, g.idleCap-backlog, backlog == 0)
-		if r == nil && backlog == 0 && n.idleStarves(g) {
+		room := g.idleCap - backlog
+		stop := n.preSwitchStop(g)
+		if stop > 0 {
+			room = mini(room, stop-maxi(n.now, g.lpBusyUntil)-g.reservedNs)
+		}
+		r := n.policy.idle(n, g, room, backlog == 0)
+		if r == nil && backlog == 0 && stop == 0 && n.idleStarves(g) {
 			r = n.policy.idle(n, g, math.MaxInt64, true)
+		}
+		if r == nil && backlog == 0 && n.cfg.HookBound {
+			// A kernel longer than the cap runs alone (as a hook's
+			// bound lets it), where no holder is predicted back within
+			// its time.
+			r = n.policy.idle(n, g, n.roomBeforeNext(g), true)
 		}
 		if r == nil {
 			n.passOver(g)
@@ -536,6 +638,39 @@ func (n *Node) fillIdle(g *gpu) {
 		g.lpBusyUntil = maxi(g.lpBusyUntil, n.now) + r.est
 		n.grant(r, n.creditOf(r, g.idleCap-(g.lpBusyUntil-n.now)-g.reservedNs), n.now+n.cfg.GrantLease)
 	}
+}
+
+// roomBeforeNext is the GPU time left before g's holders are predicted
+// back (less a switch): none while one's run is due (inside its predicted
+// window, nextRunWindow) or while an active one's arrivals are still being
+// learned, no limit when none is predicted ahead or due.
+func (n *Node) roomBeforeNext(g *gpu) int64 {
+	next := int64(math.MaxInt64)
+	for _, h := range g.tasks {
+		if h.role != RoleHolder {
+			continue
+		}
+		at, late, ok := n.predictedNext(h)
+		switch {
+		case ok && at > n.now:
+			next = mini(next, at)
+		case ok && late >= n.now:
+			return 0 // its run is due: nothing fits before it
+		case h.phase == PhaseSharing && n.wants(h) && h.arr.class() == ArrivalsUnknown:
+			// Its arrivals are still being learned: no prediction yet,
+			// or one from a few intervals that has passed. A long kernel
+			// waits for the idle period's starvation guard instead.
+			return 0
+		}
+	}
+	room := int64(math.MaxInt64)
+	if next != math.MaxInt64 {
+		room = next - n.now - n.switchCost(g)
+	}
+	if stop := n.preSwitchStop(g); stop > 0 {
+		room = mini(room, stop-n.now) // the low priority off the device for a warm-up
+	}
+	return room
 }
 
 // idleStarveAt is when an idle period's GPU, without low-priority work,

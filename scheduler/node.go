@@ -126,6 +126,13 @@ func (n *Node) Step(ev Event) error {
 		}
 		n.boardObserved(t.gpu, e.Levels)
 		return nil
+	case SwitchCalibrated:
+		t, err := n.seen(e.Task)
+		if err != nil {
+			return err
+		}
+		n.calibrated(t, e)
+		return nil
 	case Tick:
 		heard := n.now
 		if e.Heard > 0 {
@@ -217,6 +224,7 @@ func (n *Node) register(e TaskRegistered) error {
 		Task: t.id, Role: t.role, Phase: t.phase,
 		ProfileRuns: n.cfg.ProfileRuns, HeartbeatNs: n.cfg.HeartbeatInterval, Sample: t.sample,
 	})
+	n.sendKernelTimes(t)
 	n.schedule(g)
 	return nil
 }
@@ -246,11 +254,11 @@ func (n *Node) remove(t *task) {
 	n.schedule(g)
 }
 
-// wants reports whether t wants the GPU: it launched within the holder TTL,
+// wants reports whether t wants the GPU: it launched within its holder TTL,
 // or a launch of it waits in the queues (a task held for long launches
 // nothing, yet it is not idle).
 func (n *Node) wants(t *task) bool {
-	return n.now-t.lastActive <= n.cfg.HolderTTL || t.gpu.queued(t)
+	return n.now-t.lastActive <= n.holderTTL(t) || t.gpu.queued(t)
 }
 
 // electHolders recomputes the holders of g and tells every task whose role
@@ -412,7 +420,7 @@ func (n *Node) holdersExpired(g *gpu) bool {
 		return true
 	}
 	for _, t := range g.tasks {
-		if t.role == RoleHolder && n.now-t.lastActive > n.cfg.HolderTTL {
+		if t.role == RoleHolder && n.now-t.lastActive > n.holderTTL(t) {
 			for _, o := range g.tasks {
 				if o.role == RoleWaiter && n.wants(o) {
 					return true
@@ -435,13 +443,15 @@ func (n *Node) deadline() int64 {
 		for _, t := range g.tasks {
 			at(t.lastSeen + n.deadAfter(t) + 1)
 			if t.role == RoleHolder && g.waiting() > 0 {
-				at(t.lastActive + n.cfg.HolderTTL + 1)
+				at(t.lastActive + n.holderTTL(t) + 1)
 			}
 		}
 		at(n.verdictAt(g))
 		if g.waiting() > 0 {
 			at(n.turnEnd(g))
 		}
+		at(n.calibrateAt(g))
+		at(n.preSwitchAt(g))
 		if g.waiting() == 0 {
 			at(n.fairDeadline(g)) // a throttled holder with nothing waiting
 			continue
@@ -529,6 +539,20 @@ type Stats struct {
 	// than predicted); ShortGapFills: the grants into them.
 	ShortGapWindows uint64 `json:"short_gap_windows"`
 	ShortGapFills   uint64 `json:"short_gap_fills"`
+	// Calibrations asked of hooks, and answered (switch-cost auto).
+	Calibrations         uint64 `json:"calibrations"`
+	CalibrationsAnswered uint64 `json:"calibrations_answered"`
+	// BoardResumes: a waiter's queued launch went without a grant, the
+	// board showing the better priorities between runs (board-resume).
+	BoardResumes uint64 `json:"board_resumes"`
+	// Pre-switches (preswitch.go): warm-ups asked; holder runs that
+	// started after theirs (hits), before it (early); guards that ended
+	// without the holder (misses); tasks turned off for a low hit rate.
+	PreSwitches     uint64 `json:"pre_switches"`
+	PreSwitchHits   uint64 `json:"pre_switch_hits"`
+	PreSwitchEarly  uint64 `json:"pre_switch_early"`
+	PreSwitchMisses uint64 `json:"pre_switch_misses"`
+	PreSwitchOff    uint64 `json:"pre_switch_off"`
 }
 
 // Undecided is how many of a task's ended runs wait for a verdict (0 for

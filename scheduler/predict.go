@@ -229,18 +229,51 @@ func (t *task) learnRunEvery(observed int64) { t.runStarts.add(observed) }
 // the estimate is the least recent observation of that one (while either
 // has fewer than two observations, the sooner of both).
 func (t *task) nextRunStart(end int64) int64 {
+	at, _ := t.nextRunWindow(end)
+	return at
+}
+
+// nextRunWindow is nextRunStart and the latest start the same recent
+// observations allow (their greatest; for periodic arrivals, at least
+// the range of the last sixteen intervals after the start): the window the next run is
+// expected to start in. A start later than that is the service's lateness
+// beyond what it has shown, or a request that did not come. Only for runs
+// that come on a clock (arrivals not Poisson or bursty): independent
+// requests are as likely at any time, their recent intervals' spread is
+// about their mean, and a window that wide would hold the lower
+// priorities back for most of each interval without making a request
+// likelier to come then (the window is empty: late is at).
+func (t *task) nextRunWindow(end int64) (at, late int64) {
+	at, late = t.runWindow(end)
+	switch t.arr.class() {
+	case ArrivalsPoisson, ArrivalsBursty:
+		late = at
+	case ArrivalsPeriodic:
+		// Four intervals show little of a clock's jitter: the window
+		// opens no later than the clock says and is at least as wide as
+		// the last sixteen intervals' range.
+		if c := t.arr.least(); c > 0 && at > 0 && t.lastRunStart > 0 {
+			at = mini(at, t.lastRunStart+c)
+		}
+		late = maxi(late, at+t.arr.spread())
+	}
+	return at, late
+}
+
+func (t *task) runWindow(end int64) (at, late int64) {
 	g, e := &t.runGaps, &t.runStarts
 	switch {
 	case g.n == 0:
-		return 0
+		return 0, 0
 	case e.n == 0 || t.runStart == 0:
-		return end + g.least()
+		return end + g.least(), end + g.least() + g.spread()
 	case g.n < 2 || e.n < 2:
-		return mini(end+g.least(), t.runStart+e.least())
+		a, b := end+g.least(), t.runStart+e.least()
+		return mini(a, b), maxi(a+g.spread(), b+e.spread())
 	case e.spread() <= g.spread():
-		return t.runStart + e.least()
+		return t.runStart + e.least(), t.runStart + e.least() + e.spread()
 	default:
-		return end + g.least()
+		return end + g.least(), end + g.least() + g.spread()
 	}
 }
 

@@ -39,3 +39,33 @@ func TestNextRunStart(t *testing.T) {
 		t.Errorf("nothing learned: next run at %d, want 0 (unknown)", got)
 	}
 }
+
+// A periodic service's starts are late by varying amounts, never early: the
+// latest start plus the least of the last 16 intervals is no later than the
+// clock's next tick, where the last four intervals' least is not.
+func TestPeriodicNextOnClock(t *testing.T) {
+	const period = 8_000_000
+	late := []int64{0, 90_000, 0, 20_000, 40_000, 10_000, 30_000, 60_000, 20_000, 50_000, 40_000, 70_000}
+	var tk task
+	var last int64
+	for i, l := range late {
+		at := int64(i+1)*period + l
+		tk.runStarted(at)
+		if last > 0 {
+			tk.learnRunEvery(at - last)
+		}
+		last = at
+	}
+	tk.runStart = last
+	tk.runGaps.add(period - 1_000_000) // a run of 1 ms
+	if tk.arr.class() != ArrivalsPeriodic {
+		t.Fatalf("class %s", tk.arr.class())
+	}
+	tick := int64(len(late)+1) * period
+	if four := last + tk.runStarts.least(); four <= tick {
+		t.Fatalf("the test's premise: the last four intervals predict %d, not after the tick %d", four, tick)
+	}
+	if at, late := tk.nextRunWindow(last + 1_000_000); at > tick || late < at {
+		t.Errorf("next run window [%d, %d], want it to open by the tick %d", at, late, tick)
+	}
+}

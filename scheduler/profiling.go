@@ -413,12 +413,18 @@ func (n *Node) verdict(t *task, r *endedRun) (profiler.DiscardReason, bool) {
 // still runs as it starts, and that only delays its first kernel's start —
 // the context switch back — which the hook's events do not count as any
 // kernel's time. Up to two switches and a fiftieth of the run are
-// tolerated; more, and a kernel may have been time-sliced with foreign work.
+// tolerated, and where hooks bound their GPU time in flight (HookBound) the
+// most that bound lets them have queued as the run starts; more, and a
+// kernel may have been time-sliced with foreign work.
 func (n *Node) overlapTolerance(t *task, r *endedRun) int64 {
 	if t.phase == PhaseProfiling {
 		return 0
 	}
-	return 2*n.cfg.SwitchCost + (r.end-r.start)/50
+	tol := 2*n.cfg.SwitchCost + (r.end-r.start)/50
+	if n.cfg.HookBound {
+		tol += n.cfg.InflightBudget
+	}
+	return tol
 }
 
 // verdictAt is when the oldest run of g waiting for a verdict is decided
@@ -501,6 +507,7 @@ func (n *Node) nextRunUnderWay(t *task, end int64) {
 		t.learnRunEvery(at - t.runStart)
 	}
 	t.runStart = at
+	t.runStarted(at)
 	busy := end
 	for _, l := range t.recent {
 		busy = maxi(busy, l.at) + l.dur
@@ -516,6 +523,7 @@ func (n *Node) finishProfiling(t *task) {
 	n.useProfile(t, prof)
 	n.stats.ProfilesCompleted++
 	n.out.States = append(n.out.States, n.stateOf(t))
+	n.sendKernelTimes(t)
 	n.electHolders(t.gpu, nil)
 	n.schedule(t.gpu)
 }

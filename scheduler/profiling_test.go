@@ -34,7 +34,7 @@ func TestProfilingCompletes(t *testing.T) {
 		step(LaunchNotified{Now: now + 30_000, Task: 1, Seq: 2 * run, Kernel: 8})
 		step(KernelInfoReceived{Now: now + 60_000, Task: 1, Info: profiler.KernelInfo{ID: 7, Name: "k7", Grid: [3]uint32{1, 1, 1}, Block: [3]uint32{32, 1, 1}}})
 		step(MeasurementsReceived{Now: now + 60_000, Task: 1, Run: run, Records: []profiler.Record{
-			{KernelID: 7, DurationNs: 20_000, GapNs: 300_000},
+			{KernelID: 7, DurationNs: 20_000, GapNs: 600_000},
 			{KernelID: 8, DurationNs: 10_000, Flags: profiler.FlagGapSpansRunEnd},
 		}})
 		step(RunEnded{Now: now + 70_000, Task: 1, Run: run, Kernels: 2, RunNs: 10_000_000})
@@ -50,7 +50,7 @@ func TestProfilingCompletes(t *testing.T) {
 	}
 	p := updates[9].Profile
 	k, ok := p.Kernel(7)
-	if !ok || k.Duration.Mean != 20_000 || k.Gap.Mean != 300_000 || k.Name != "k7" {
+	if !ok || k.Duration.Mean != 20_000 || k.Gap.Mean != 600_000 || k.Name != "k7" {
 		t.Fatalf("kernel 7 = %+v", k)
 	}
 	if k8, _ := p.Kernel(8); k8 == nil || k8.Gap.Count != 0 {
@@ -62,7 +62,8 @@ func TestProfilingCompletes(t *testing.T) {
 	if s := n.Stats(); s.RunsCommitted != 10 || s.ProfilesCompleted != 1 {
 		t.Fatalf("stats = %+v", s)
 	}
-	// Sharing now: a waiter's kernel fits the 300us gap after kernel 7.
+	// Sharing now: a waiter's kernel fits the 600us gap after kernel 7, with
+	// both switches (the prior, 140us) around it.
 	step(TaskRegistered{Now: now, Task: 2, Key: "lp", PID: 2, Priority: 5, GPU: "G", Model: "m"})
 	step(LaunchRequested{Now: now + 1000, Task: 2, Seq: 1, Kernel: 99})
 	step(LaunchNotified{Now: now + 2000, Task: 1, Seq: 21, Kernel: 7})

@@ -91,6 +91,15 @@ type Ready struct {
 	Drifts []DriftEvent
 	// Dropped tasks: silent past DeadAfter. The daemon forgets them.
 	Dropped []TaskID
+	// Calibrations ask hooks to measure their GPU's switch (switch-cost
+	// auto).
+	Calibrations []Calibration
+	// Warmups ask holders' hooks to make their contexts resident ahead of
+	// a predicted request (pre-switch).
+	Warmups []Warmup
+	// KernelTimes give hooks their tasks' kernel durations and in-flight
+	// bound (hook-bound).
+	KernelTimes []KernelTimes
 	// Accounts are the final GPU-time accounts of the tasks removed since
 	// the last Ready (left, dropped or replaced), for the daemon to keep.
 	Accounts []Account
@@ -103,7 +112,7 @@ type Ready struct {
 func (r *Ready) Empty() bool {
 	return len(r.Acks) == 0 && len(r.Grants) == 0 && len(r.Holds) == 0 &&
 		len(r.States) == 0 && len(r.Profiles) == 0 && len(r.Dropped) == 0 && len(r.Runs) == 0 && len(r.Drifts) == 0 &&
-		len(r.Accounts) == 0
+		len(r.Accounts) == 0 && len(r.Calibrations) == 0 && len(r.KernelTimes) == 0 && len(r.Warmups) == 0
 }
 
 // String renders the decisions one per line, as scenario tests show them.
@@ -152,6 +161,16 @@ func (r *Ready) Format(usual uint32) string {
 	}
 	for _, d := range r.Dropped {
 		fmt.Fprintf(&b, "dropped task=%d\n", d)
+	}
+	for _, c := range r.Calibrations {
+		fmt.Fprintf(&b, "calibrate task=%d seq=%d probe=%s\n", c.Task, c.Seq, time.Duration(c.ProbeNs))
+	}
+	for _, w := range r.Warmups {
+		fmt.Fprintf(&b, "warmup task=%d seq=%d probe=%s\n", w.Task, w.Seq, time.Duration(w.ProbeNs))
+	}
+	for _, k := range r.KernelTimes {
+		fmt.Fprintf(&b, "kernel_times task=%d bound=%s default=%s kernels=%d\n", k.Task, time.Duration(k.BoundNs),
+			time.Duration(k.DefaultNs), len(k.Kernels))
 	}
 	for _, a := range r.Accounts {
 		fmt.Fprintf(&b, "account task=%d used=%s measured=%s granted=%s\n", a.Task, time.Duration(a.UsedNs), time.Duration(a.MeasuredNs), time.Duration(a.GrantedNs))

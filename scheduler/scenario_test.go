@@ -14,6 +14,11 @@ import (
 
 // TestScenarios runs the event scripts in testdata/: each command feeds one
 // event (or defines a profile) and prints the decisions Ready returns.
+// A file starts from the `today` variant (variants.go: the gate before
+// switch-aware fills, the µs bound, arrival TTLs and board resume), so the
+// files written before those mechanisms exercise what they were written
+// for; a config line's `gate=NAME` starts from another variant (`default`:
+// DefaultConfig), and its other keys apply on top.
 // Regenerate the expectations with `go test ./scheduler -run Scenarios -rewrite`
 // and review the diff.
 func TestScenarios(t *testing.T) {
@@ -32,7 +37,7 @@ type harness struct {
 }
 
 func newHarness(t *testing.T) *harness {
-	h := &harness{t: t, cfg: DefaultConfig(), profiles: map[string]*profiler.Profile{}}
+	h := &harness{t: t, cfg: scenarioBase(t, "today"), profiles: map[string]*profiler.Profile{}}
 	h.reset()
 	return h
 }
@@ -57,7 +62,8 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	var err error
 	switch d.Cmd {
 	case "config":
-		h.cfg = DefaultConfig()
+		h.cfg = scenarioBase(t, args["gate"])
+		delete(args, "gate")
 		for k, v := range args {
 			if err := h.setConfig(t, k, v); err != nil {
 				return "error: " + err.Error()
@@ -134,6 +140,49 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			e.Levels[lv] = dur(t, at)
 		}
 		err = h.node.Step(e)
+	case "calibrated":
+		// A hook's answer to a calibration: calibrated task= seq= host= device= [mps=true] [failed=true]
+		err = h.node.Step(SwitchCalibrated{Now: h.now, Task: taskArg(t, args), Seq: uint32(num(t, args, "seq", 0)),
+			HostNs: dur(t, args["host"]), DeviceNs: dur(t, args["device"]), MPS: args["mps"] == "true", Failed: args["failed"] == "true"})
+	case "switches":
+		var b strings.Builder
+		for _, si := range h.node.Switches() {
+			fmt.Fprintf(&b, "gpu=%s cost=%s measured=%v mps=%v samples=%d\n", si.GPU, fmtDur(si.CostNs), si.Measured, si.MPS, si.Samples)
+		}
+		return b.String()
+	case "arrivals":
+		var b strings.Builder
+		for _, a := range h.node.Arrivals() {
+			fmt.Fprintf(&b, "task=%d class=%s samples=%d interval=%s cv=%.2f ttl=%s\n", a.Task, a.Class, a.Samples, fmtDur(a.IntervalNs), a.CV, fmtDur(a.TTLNs))
+		}
+		return b.String()
+	case "hints":
+		var b strings.Builder
+		for _, bh := range h.node.BoardHints(nil) {
+			next := "none"
+			switch {
+			case bh.NextNs == NoneExpected:
+			case bh.NextNs == 0:
+				next = "unknown"
+			default:
+				next = fmtDur(bh.NextNs)
+				if bh.NextLateNs > bh.NextNs {
+					next += " late=" + fmtDur(bh.NextLateNs)
+				}
+			}
+			fmt.Fprintf(&b, "gpu=%s next=%s switch=%s resume=%v resume_task=%d\n", bh.GPU, next, fmtDur(bh.SwitchNs), bh.Resume, bh.ResumeTask)
+		}
+		return b.String()
+	case "preswitch":
+		// Each task's pre-switch record and the GPU's counters.
+		var b strings.Builder
+		for _, pi := range h.node.PreSwitches() {
+			fmt.Fprintf(&b, "task=%d off=%v hits=%d outcomes=%d\n", pi.Task, pi.Off, pi.Hits, pi.Outcomes)
+		}
+		s := h.node.Stats()
+		fmt.Fprintf(&b, "warmups=%d hits=%d early=%d misses=%d off=%d\n", s.PreSwitches, s.PreSwitchHits,
+			s.PreSwitchEarly, s.PreSwitchMisses, s.PreSwitchOff)
+		return b.String()
 	case "watched":
 		err = h.node.Step(TaskWatched{Now: h.now, Task: taskArg(t, args), Watched: args["ok"] != "false"})
 	case "heartbeat":
@@ -184,6 +233,8 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		return fmt.Sprintf("grants=%d holds=%d credited=%d revoked=%d windows=%d idle=%d earlystops=%d committed=%d discarded=%d profiles=%d dropped=%d",
 			s.Grants, s.Holds, s.Credited, s.Revoked, s.Windows, s.IdlePeriods, s.EarlyStops,
 			s.RunsCommitted, s.RunsDiscarded, s.ProfilesCompleted, s.Dropped)
+	case "resumes":
+		return fmt.Sprintf("board_resumes=%d\n", h.node.Stats().BoardResumes)
 	default:
 		t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
 	}
@@ -199,6 +250,26 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		return "(nothing)"
 	}
 	return out
+}
+
+// scenarioBase is the configuration a scenario starts from: the named
+// variant's ("today" when none is named), or DefaultConfig for "default".
+func scenarioBase(t *testing.T, gate string) Config {
+	c := DefaultConfig()
+	if gate == "default" {
+		return c
+	}
+	if gate == "" {
+		gate = "today"
+	}
+	v, ok := LookupVariant(gate)
+	if !ok {
+		t.Fatalf("no variant %q", gate)
+	}
+	if err := v.Apply(&c); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // setConfig sets one setting by its name (the flag's: Settings).

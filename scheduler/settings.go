@@ -35,7 +35,10 @@ type Setting struct {
 	Min, Max float64
 	MinOpen  bool
 	Choices  []string
-	field    func(*Config) any // *int64, *int, *float64, *bool or *string
+	// Auto, if set, is a word a duration setting also takes: the value -1,
+	// "decide it yourself" (switch-cost auto: measured per GPU).
+	Auto  string
+	field func(*Config) any // *int64, *int, *float64, *bool or *string
 }
 
 const maxDuration = float64(time.Hour)
@@ -54,13 +57,34 @@ var Settings = []Setting{
 		field: func(c *Config) any { return &c.FairIdle }},
 	{Name: "min-gap", Kind: KindDuration, Max: maxDuration,
 		Help: "shortest predicted gap worth filling", field: func(c *Config) any { return &c.MinGap }},
-	{Name: "switch-cost", Kind: KindDuration, Max: maxDuration,
-		Help: "GPU context-switch cost assumed by the policy", field: func(c *Config) any { return &c.SwitchCost }},
+	{Name: "switch-cost", Kind: KindDuration, Max: maxDuration, Auto: "auto",
+		Help:  "GPU context-switch cost assumed by the policy; auto: measured per GPU by the hooks (calibration)",
+		field: func(c *Config) any { return &c.SwitchCost }},
+	{Name: "switch-cost-prior", Kind: KindDuration, Max: maxDuration,
+		Help: "switch cost assumed for a GPU whose switch has not been measured yet (switch-cost auto)", field: func(c *Config) any { return &c.SwitchCostPrior }},
+	{Name: "switch-calibrate", Kind: KindDuration, Min: float64(time.Millisecond), Max: maxDuration,
+		Help: "how often a GPU's switch is measured again (switch-cost auto; more often until a few samples are in)", field: func(c *Config) any { return &c.SwitchCalibrate }},
+	{Name: "switch-aware", Kind: KindBool,
+		Help:  "a fill inside a holder's run must leave room for both switches; the switch back before its next run and an idle period's bounded backlog are not charged to the delay budget",
+		field: func(c *Config) any { return &c.SwitchAware }},
 	{Name: "grant-lead", Kind: KindDuration, Max: maxDuration,
 		Help:  "how long before the holders' launched work is predicted to end a window's first kernels are granted",
 		field: func(c *Config) any { return &c.GrantLead }},
 	{Name: "inflight-budget", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
-		Help: "most predicted low-priority GPU time outstanding", field: func(c *Config) any { return &c.InflightBudget }},
+		Help: "most predicted low-priority GPU time outstanding (the daemon's idle periods, and each hook's own bound with hook-bound)", field: func(c *Config) any { return &c.InflightBudget }},
+	{Name: "hook-bound", Kind: KindBool,
+		Help:  "hooks of a worse priority than one registered keep their predicted GPU time in flight within inflight-budget (kernel durations from their profiles), granted and holding launches alike; false: a holder's kernels by count (FIKIT_INFLIGHT)",
+		field: func(c *Config) any { return &c.HookBound }},
+	{Name: "board-resume", Kind: KindBool,
+		Help:  "a waiter resumes without asking when the board shows the better priorities' runs ended and their predicted next run leaves a switch and its kernel",
+		field: func(c *Config) any { return &c.BoardResume }},
+	{Name: "pre-switch", Kind: KindBool,
+		Help:  "ahead of the best priority's predicted request (periodic arrivals) the low priorities stop early and its hook makes its context resident, so that the request pays no context switch (off until a GPU run shows it helps)",
+		field: func(c *Config) any { return &c.PreSwitch }},
+	{Name: "pre-switch-guard", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
+		Help: "pre-switch: how long past the predicted request the low priorities wait for it", field: func(c *Config) any { return &c.PreSwitchGuard }},
+	{Name: "pre-switch-margin", Kind: KindDuration, Max: maxDuration,
+		Help: "pre-switch: time for the warm-up to reach the hook and the GPU, on top of the switch", field: func(c *Config) any { return &c.PreSwitchMargin }},
 	{Name: "delay-budget", Kind: KindFloat, Min: 0, Max: 1,
 		Help: "share of a holder's JCT alone (its profile's) that filling may delay each of its runs", field: func(c *Config) any { return &c.DelayBudget }},
 	{Name: "idle-alpha", Kind: KindFloat, Min: 0, MinOpen: true, Max: 1000,
@@ -74,7 +98,13 @@ var Settings = []Setting{
 	{Name: "grant-lease", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
 		Help: "credit given in an idle period may be used this long", field: func(c *Config) any { return &c.GrantLease }},
 	{Name: "holder-ttl", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
-		Help: "a task holds the GPU this long after its last launch", field: func(c *Config) any { return &c.HolderTTL }},
+		Help: "a task holds the GPU this long after its last launch (while its arrivals are unknown, or with holder-ttl-alpha 0)", field: func(c *Config) any { return &c.HolderTTL }},
+	{Name: "holder-ttl-alpha", Kind: KindFloat, Min: 0, Max: 1000,
+		Help: "a task whose arrivals are known holds for this many times its mean interval between run starts (0: holder-ttl always)", field: func(c *Config) any { return &c.HolderTTLAlpha }},
+	{Name: "holder-ttl-min", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
+		Help: "shortest holder TTL from arrivals", field: func(c *Config) any { return &c.HolderTTLMin }},
+	{Name: "holder-ttl-max", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
+		Help: "longest holder TTL from arrivals", field: func(c *Config) any { return &c.HolderTTLMax }},
 	{Name: "profile-turn", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
 		Help: "a task profiling alone that ends no run this long lets the others of its priority hold", field: func(c *Config) any { return &c.ProfileTurn }},
 	{Name: "default-kernel", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
@@ -123,6 +153,9 @@ func LookupSetting(name string) (Setting, bool) {
 func (s Setting) Get(c *Config) string {
 	switch p := s.field(c).(type) {
 	case *int64:
+		if s.Auto != "" && *p == -1 {
+			return s.Auto
+		}
 		return time.Duration(*p).String()
 	case *int:
 		return strconv.Itoa(*p)
@@ -147,6 +180,10 @@ func (s Setting) Set(c *Config, v string) error {
 	bad := func(why string) error { return fmt.Errorf("%w: %s=%q: %s", ErrConfig, s.Name, v, why) }
 	switch p := s.field(c).(type) {
 	case *int64:
+		if s.Auto != "" && v == s.Auto {
+			*p = -1
+			return nil
+		}
 		d, err := time.ParseDuration(v)
 		if err != nil {
 			n, nerr := strconv.ParseInt(v, 10, 64)
@@ -221,7 +258,11 @@ func (s Setting) Bounds() string {
 	if s.MinOpen {
 		op = "<"
 	}
-	return fmt.Sprintf("%s %s x ≤ %s", f(s.Min), op, f(s.Max))
+	b := fmt.Sprintf("%s %s x ≤ %s", f(s.Min), op, f(s.Max))
+	if s.Auto != "" {
+		b = s.Auto + ", or " + b
+	}
+	return b
 }
 
 // validateSettings checks every setting's bounds in c.

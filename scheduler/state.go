@@ -74,9 +74,13 @@ type task struct {
 	// runGaps are recent times from a run end to the next run's first
 	// launch, runStarts recent intervals between run starts.
 	runGaps, runStarts recent
-	jct                int64 // EWMA of observed run times in the sharing phase
-	delayUsed          int64 // expected delay charged to the current (or next) run
-	delayPending       int64 // charged between runs, moves to the next run
+	// arr are its recent intervals between run starts (arrivals.go), from
+	// lastRunStart, the start of its latest run.
+	arr          arrivals
+	lastRunStart int64
+	jct          int64 // EWMA of observed run times in the sharing phase
+	delayUsed    int64 // expected delay charged to the current (or next) run
+	delayPending int64 // charged between runs, moves to the next run
 
 	prof *profiling // non-nil while profiling (or profiling again after a drift)
 	// meas decides whether its measured runs were clean (profiling, or
@@ -93,6 +97,9 @@ type task struct {
 	vt        int64 // virtual time: GPU time used / weight (ns)
 	fairSeen  int64 // its latest launch or request (fairActive)
 	throttled bool  // a holder that ran more than FairLag ahead: it waits
+	// calibMissed: calibration requests it left unanswered in a row.
+	calibMissed int
+	pre         preSwitchTask // its pre-switches (preswitch.go)
 }
 
 // launchRec is one launch of a task.
@@ -159,6 +166,11 @@ type gpu struct {
 	// that work, may go (fairFit; 0: none held).
 	lpLast *task
 	fairAt int64
+	// sw is the GPU's measured switch (switchcost.go); held the waiter
+	// being calibrated, granted nothing meanwhile.
+	sw   switchEstimate
+	held *task
+	pre  preSwitch // the pre-switch under way (preswitch.go)
 }
 
 // fillWindow is a predicted stretch of holder idleness.

@@ -280,8 +280,23 @@ func machineLoad() (load float64, cpus int, overloaded bool) {
 	return load, cpus, load >= float64(cpus)
 }
 
-// readTimeline reads a simgpu timeline file (simgpu/timeline, the one reader).
+// readTimeline reads a simgpu timeline file (simgpu/timeline, the one
+// reader): the services' kernels, the hook's own probe left out (its
+// calibrations are not a service's work; readTimelineAll keeps them).
 func readTimeline(t testing.TB, path string) []timeline.Record {
+	t.Helper()
+	recs := readTimelineAll(t, path)
+	out := recs[:0]
+	for _, r := range recs {
+		if !r.IsHookProbe() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// readTimelineAll reads a simgpu timeline file, every segment.
+func readTimelineAll(t testing.TB, path string) []timeline.Record {
 	t.Helper()
 	recs, err := timeline.Read(path)
 	if err != nil {

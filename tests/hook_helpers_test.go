@@ -47,6 +47,17 @@ type schedPolicy struct {
 	// NoteAt: after this many launches heard, priority 0 launches on the
 	// board (a better task is back).
 	NoteAt int
+	// Registered: the priorities the board says are registered on the
+	// task's GPU, set at its first Register (0: leave it).
+	Registered uint64
+	// KernelTimes, if set, follows every RegisterAck (for the task it
+	// registered): the task's kernel durations and µs bound.
+	KernelTimes *udp.KernelTimes
+	// Hint, if set, is written on the board at the first Register; after
+	// HintAt launches heard, its NextNs becomes HintNextIn from then.
+	Hint       *board.Hint
+	HintAt     int
+	HintNextIn time.Duration
 }
 
 // recvd is one datagram the fake scheduler received.
@@ -78,7 +89,17 @@ type fakeSched struct {
 	section  int                // the board section of the last Register
 	noted    bool               // NoteAt has happened
 	asked    map[[2]uint32]bool // task, seq of every LaunchRequest
+	extra    []udp.Message      // what follows the reply (KernelTimes)
+	hinted   bool               // HintAt has happened …
+	hintNext int64              // … and set this NextNs
 	done     chan struct{}
+}
+
+// HintNext is the NextNs the HintAt hint set (0: not yet).
+func (f *fakeSched) HintNext() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.hintNext
 }
 
 func newFakeSched(t testing.TB, policy schedPolicy) *fakeSched {
@@ -156,9 +177,20 @@ func (f *fakeSched) serve() {
 				if sec, err := b.GPU(m.DeviceUUID); err == nil {
 					f.section = sec
 					ack.Board, ack.BoardGen, ack.BoardGPU = b.Path(), b.Generation(), uint8(sec)
+					if f.policy.Registered != 0 {
+						b.SetRegistered(sec, f.policy.Registered)
+					}
+					if f.policy.Hint != nil {
+						b.SetHint(sec, *f.policy.Hint)
+					}
 				}
 			}
 			reply = ack
+			if kt := f.policy.KernelTimes; kt != nil {
+				k := *kt
+				k.TaskID = id
+				f.extra = append(f.extra, &k)
+			}
 		case *udp.LaunchNotify:
 			task = m.TaskID
 			f.launches++
@@ -207,14 +239,26 @@ func (f *fakeSched) serve() {
 			f.policy.Board.Note(f.section, 0, monoNow())
 			f.noted = true
 		}
+		if h := f.policy.Hint; h != nil && f.policy.HintAt > 0 && f.launches >= f.policy.HintAt && !f.hinted {
+			hh := *h
+			hh.NextNs = uint64(monoNow() + int64(f.policy.HintNextIn))
+			f.policy.Board.SetHint(f.section, hh)
+			f.hintNext = int64(hh.NextNs)
+			f.hinted = true
+		}
 		if task != 0 && !f.known[task] {
 			reply = &udp.Error{Code: udp.CodeUnknownTask, TaskID: task, Message: "unknown task"}
 		} else if task != 0 && f.policy.DemoteAt > 0 && f.launches == f.policy.DemoteAt {
 			reply = &udp.State{TaskID: task, Role: udp.RoleWaiter, Phase: f.policy.Phase}
 		}
+		extra := f.extra
+		f.extra = nil
 		f.mu.Unlock()
-		if reply != nil {
-			b, err := udp.Append(nil, reply)
+		for _, r := range append([]udp.Message{reply}, extra...) {
+			if r == nil {
+				continue
+			}
+			b, err := udp.Append(nil, r)
 			if err == nil {
 				_, _ = f.conn.WriteToUDPAddrPort(b, from)
 			}

@@ -83,15 +83,21 @@ type statusJSON struct {
 
 func (d *daemonProc) status(t testing.TB) statusJSON {
 	t.Helper()
+	var st statusJSON
+	d.statusInto(t, &st)
+	return st
+}
+
+// statusInto reads `fikit status --json` into v (the subset a test needs).
+func (d *daemonProc) statusInto(t testing.TB, v any) {
+	t.Helper()
 	r := runCmd(t, 10*time.Second, nil, requireBins(t, "fikit")[0], "status", "--data-dir", d.dataDir, "--json")
 	if r.ExitCode != 0 {
 		t.Fatalf("fikit status: %s", r)
 	}
-	var st statusJSON
-	if err := json.Unmarshal([]byte(r.Stdout), &st); err != nil {
+	if err := json.Unmarshal([]byte(r.Stdout), v); err != nil {
 		t.Fatalf("fikit status --json: %v\n%s", err, r.Stdout)
 	}
-	return st
 }
 
 // replaySpec is one replay to run.

@@ -24,6 +24,7 @@ type Decoder struct {
 	v    values
 	recs []Record
 	lns  []Launch
+	kts  []KernelTime
 
 	// slots holds one reusable message per type, made at its first use.
 	slots [len(messages)]decodable
@@ -249,48 +250,67 @@ func (d *Decoder) field(i int, f field) error {
 		return d.records()
 	case kLaunches:
 		return d.launches()
+	case kKernelTimes:
+		return d.kernelTimes()
 	}
 	panic("udp: unknown field kind")
 }
 
 func (d *Decoder) launches() error {
-	n, err := d.arrayLen()
-	if err != nil {
-		return err
-	}
-	// n ≤ remaining bytes (arrayLen): bounded by the datagram's size.
-	if cap(d.lns) < n {
-		d.lns = make([]Launch, 0, n)
-	}
-	ls := d.lns[:0]
-	for j := range n {
-		m, err := d.arrayLen()
-		if err != nil {
-			return fmt.Errorf("launch %d: %w", j, err)
-		}
-		if m < 2 {
-			return fmt.Errorf("launch %d: %d elements: %w", j, m, ErrMissingField)
-		}
-		var v [2]uint64
-		for k, f := range &launchFields {
-			if v[k], err = d.uint(f); err != nil {
-				return fmt.Errorf("launch %d: %s: %w", j, f.name, err)
-			}
-		}
-		if err := d.skip(m - 2); err != nil {
-			return fmt.Errorf("launch %d: extra element: %w", j, err)
-		}
-		ls = append(ls, Launch{KernelID: v[0], OffsetNS: uint32(v[1])})
-	}
-	d.lns = ls
+	ls, err := pairs(d, "launch", &launchFields, &d.lns, func(a, b uint64) Launch { return Launch{KernelID: a, OffsetNS: uint32(b)} })
 	d.v.l = ls
-	if n == 0 {
-		d.v.l = nil
-	}
-	return nil
+	return err
 }
 
 var launchFields = [2]field{u64("kernel_id"), u32("offset_ns")}
+
+func (d *Decoder) kernelTimes() error {
+	ks, err := pairs(d, "kernel", &kernelTimeFields, &d.kts,
+		func(a, b uint64) KernelTime { return KernelTime{KernelID: a, DurationNS: uint32(b)} })
+	d.v.k = ks
+	return err
+}
+
+// pairs decodes an array of two-field elements (what names one in errors),
+// each made by mk, into *buf (reused: it grows to the datagram's size at
+// most once per Decoder). An empty array is nil.
+func pairs[T any](d *Decoder, what string, fields *[2]field, buf *[]T, mk func(a, b uint64) T) ([]T, error) {
+	n, err := d.arrayLen()
+	if err != nil {
+		return nil, err
+	}
+	// n ≤ remaining bytes (arrayLen): bounded by the datagram's size.
+	if cap(*buf) < n {
+		*buf = make([]T, 0, n)
+	}
+	out := (*buf)[:0]
+	for j := range n {
+		m, err := d.arrayLen()
+		if err != nil {
+			return nil, fmt.Errorf("%s %d: %w", what, j, err)
+		}
+		if m < 2 {
+			return nil, fmt.Errorf("%s %d: %d elements: %w", what, j, m, ErrMissingField)
+		}
+		var v [2]uint64
+		for k, f := range fields {
+			if v[k], err = d.uint(f); err != nil {
+				return nil, fmt.Errorf("%s %d: %s: %w", what, j, f.name, err)
+			}
+		}
+		if err := d.skip(m - 2); err != nil {
+			return nil, fmt.Errorf("%s %d: extra element: %w", what, j, err)
+		}
+		out = append(out, mk(v[0], v[1]))
+	}
+	*buf = out
+	if n == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+var kernelTimeFields = [2]field{u64("kernel_id"), u32("duration_ns")}
 
 func (d *Decoder) records() error {
 	n, err := d.arrayLen()

@@ -137,6 +137,13 @@ func (e *encoder) encode(t Type, sch []field) {
 				_ = enc.EncodeUint(l.KernelID)
 				_ = enc.EncodeUint(uint64(l.OffsetNS))
 			}
+		case kKernelTimes:
+			_ = enc.EncodeArrayLen(len(e.v.k))
+			for _, k := range e.v.k {
+				_ = enc.EncodeArrayLen(2)
+				_ = enc.EncodeUint(k.KernelID)
+				_ = enc.EncodeUint(uint64(k.DurationNS))
+			}
 		}
 	}
 }
@@ -221,9 +228,51 @@ func encodedSize(sch []field, v *values) int {
 			for _, l := range v.l {
 				n += 1 + uintSize(l.KernelID) + uintSize(uint64(l.OffsetNS))
 			}
+		case kKernelTimes:
+			n += arrayHeaderSize(len(v.k))
+			for _, k := range v.k {
+				n += kernelTimeSize(k)
+			}
 		}
 	}
 	return n
+}
+
+// fitting is how many of a message's last array's n elements (element i
+// encoded in size(i) bytes) fit in a datagram after base bytes of the rest:
+// the array's header grows from one byte to three at 16 elements.
+func fitting(base, n int, size func(i int) int) int {
+	total := base + arrayHeaderSize(0)
+	for i := 0; i < n; i++ {
+		next := total + size(i)
+		if i+1 == 16 {
+			next += arrayHeaderSize(16) - arrayHeaderSize(15)
+		}
+		if next > MaxDatagram {
+			return i
+		}
+		total = next
+	}
+	return n
+}
+
+func kernelTimeSize(k KernelTime) int {
+	return 1 + uintSize(k.KernelID) + uintSize(uint64(k.DurationNS))
+}
+
+// PackKernelTimes appends to dst one KernelTimes datagram of task (bound and
+// default as the message's) holding the longest prefix of ks that fits in
+// MaxDatagram bytes, and returns the datagram and how many it holds (at
+// least one if ks is not empty). Send a table as PackMeasurements' records
+// are sent: until ks is empty, each datagram adding to the last.
+func PackKernelTimes(dst []byte, taskID, boundNS, defaultNS uint32, ks []KernelTime) (datagram []byte, n int, err error) {
+	base := 1 + 1 + 1 + uintSize(uint64(taskID)) + uintSize(uint64(boundNS)) + uintSize(uint64(defaultNS))
+	n = fitting(base, len(ks), func(i int) int { return kernelTimeSize(ks[i]) })
+	dst, err = Append(dst, KernelTimes{TaskID: taskID, BoundNS: boundNS, DefaultNS: defaultNS, Kernels: ks[:n]})
+	if err != nil {
+		return dst, 0, err
+	}
+	return dst, n, nil
 }
 
 // PackMeasurements appends to dst one Measurements datagram of task and run
@@ -238,21 +287,9 @@ func encodedSize(sch []field, v *values) int {
 //		recs = recs[n:]
 //	}
 func PackMeasurements(dst []byte, taskID, run uint32, recs []Record) (datagram []byte, n int, err error) {
-	// [1, 4, task, run, records]: the records' array header grows from one
-	// byte to three at 16 records.
+	// [1, 4, task, run, records]
 	base := 1 + 1 + 1 + uintSize(uint64(taskID)) + uintSize(uint64(run))
-	size := base + arrayHeaderSize(0)
-	for n < len(recs) {
-		next := size + recordSize(recs[n])
-		if n+1 == 16 {
-			next += arrayHeaderSize(16) - arrayHeaderSize(15)
-		}
-		if next > MaxDatagram {
-			break
-		}
-		size = next
-		n++
-	}
+	n = fitting(base, len(recs), func(i int) int { return recordSize(recs[i]) })
 	dst, err = Append(dst, Measurements{TaskID: taskID, Run: run, Records: recs[:n]})
 	if err != nil {
 		return dst, 0, err

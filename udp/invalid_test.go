@@ -79,6 +79,17 @@ func invalidCases() []invalidCase {
 	add("version_float", malformed, "93"+f64One+"0601")
 	add("type_0", unknown, "93010001")
 	add("type_127", unknown, "93017f01") // the first type after the table: TestFirstUnknownType
+	// KernelTimes: [1, 15, task, bound, default, kernels]
+	add("kernel_times_missing_kernels", missing, "950111010203")
+	add("kernel_times_kernel_short", missing, "9601110102039191cf0000000000000001")
+	add("kernel_times_duration_too_big", rng, "960111010203919201cf0000000100000000")
+	add("kernel_times_bound_too_big", rng, "96011101cf00000001000000000390")
+	// Calibration: [1, 19, task, seq, host, device, flags]
+	add("calibration_flags_4", rng, "9701130102010204")
+	add("calibration_missing_flags", missing, "96011301020102")
+	// Warm: [1, 20, task, seq, probe_ns]
+	add("warm_missing_probe", missing, "9401140102")
+	add("warm_probe_too_big", rng, "9501140102"+u32Over)
 	// LaunchBatch: [1, 14, task, seq, base, launches]
 	add("launch_batch_missing_launches", missing, "95010e010205")
 	add("launch_batch_launch_short", missing, "96010e0102059191cf0000000000000001")

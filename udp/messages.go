@@ -4,8 +4,8 @@ import "math"
 
 // Message is one of the protocol's messages: Register, LaunchNotify,
 // LaunchRequest, Measurements, RunEnd, Heartbeat, Goodbye, KernelInfo,
-// LaunchBatch, Flush (hook → daemon) and RegisterAck, Grant, Hold, State,
-// Error, Flushed (daemon → hook).
+// LaunchBatch, Flush, Calibration (hook → daemon) and RegisterAck, Grant,
+// Hold, State, Error, Flushed, KernelTimes, Calibrate, Warm (daemon → hook).
 //
 // Both a message value and a pointer to it are Messages; decoders return
 // pointers (*LaunchNotify, …), so type switches over decoded messages use the
@@ -34,6 +34,7 @@ func (m Goodbye) Task() uint32       { return m.TaskID }
 func (m KernelInfo) Task() uint32    { return m.TaskID }
 func (m LaunchBatch) Task() uint32   { return m.TaskID }
 func (m Flush) Task() uint32         { return m.TaskID }
+func (m Calibration) Task() uint32   { return m.TaskID }
 
 func (m LaunchNotify) AuthToken() uint64  { return m.Token }
 func (m LaunchRequest) AuthToken() uint64 { return m.Token }
@@ -44,6 +45,7 @@ func (m Goodbye) AuthToken() uint64       { return m.Token }
 func (m KernelInfo) AuthToken() uint64    { return m.Token }
 func (m LaunchBatch) AuthToken() uint64   { return m.Token }
 func (m Flush) AuthToken() uint64         { return m.Token }
+func (m Calibration) AuthToken() uint64   { return m.Token }
 
 // HookSendsToken is a Register's hook_flags bit: the hook sends the token
 // of its RegisterAck on every message about the task, so the daemon may
@@ -257,17 +259,84 @@ type Launch struct {
 	OffsetNS uint32 // since the batch's BaseNS
 }
 
+// KernelTimes gives a hook its task's predicted kernel durations and the
+// bound on its predicted GPU time in flight (type 17; docs/design.md
+// "Board", docs/scheduler.md "The µs bound"). A table longer than one
+// datagram comes as several (see [PackKernelTimes]); each adds to what the
+// hook holds for the task's registration.
+type KernelTimes struct {
+	TaskID uint32
+	// BoundNS is the bound (0: none; the hook bounds a holder by count);
+	// DefaultNS the duration of a kernel not in the table.
+	BoundNS   uint32
+	DefaultNS uint32
+	Kernels   []KernelTime
+}
+
+// KernelTime is one kernel ID's predicted duration.
+type KernelTime struct {
+	KernelID   uint64
+	DurationNS uint32
+}
+
+// Calibrate asks a hook to measure its GPU's context switch (type 18): a
+// probe kernel of its own, ProbeNS long, launched right after another
+// context ran and again right after its own (docs/scheduler.md "The switch,
+// measured").
+type Calibrate struct {
+	TaskID  uint32
+	Seq     uint32
+	ProbeNS uint32
+}
+
+// Warm asks a holder's hook for a warm-up (type 20; docs/scheduler.md "The
+// pre-switch"): one launch of the hook's own kernel, ProbeNS long, in the
+// task's context, so that its next request finds the context resident.
+// Seq names the pre-switch; nothing answers it.
+type Warm struct {
+	TaskID  uint32
+	Seq     uint32
+	ProbeNS uint32
+}
+
+// Calibration answers Calibrate Seq (type 19): the host time from the first
+// probe's launch to the second's (HostNS) and the device time between the
+// two probes' ends (DeviceNS): HostNS − DeviceNS is the switch the first one
+// paid.
+type Calibration struct {
+	TaskID   uint32
+	Seq      uint32
+	HostNS   uint64
+	DeviceNS uint64
+	Flags    CalibrationFlags
+	Token    uint64 // the task's RegisterAck token (optional field)
+}
+
+// CalibrationFlags qualify a Calibration.
+type CalibrationFlags uint8
+
+const (
+	// CalibrationMPS: the device runs the task under MPS: no switch
+	// between its clients.
+	CalibrationMPS CalibrationFlags = 1 << 0
+	// CalibrationFailed: the hook could not measure (no module, no
+	// stream, an error): the times mean nothing.
+	CalibrationFailed    CalibrationFlags = 1 << 1
+	calibrationFlagsMask                  = CalibrationMPS | CalibrationFailed
+)
+
 // The wire schema: the fields of each type after [version, type, …].
 
 type kind uint8
 
 const (
-	kUint     kind = iota // an unsigned integer in [lo, hi]
-	kStr                  // msgpack str
-	kBin16                // msgpack bin of 16 bytes
-	kTriple               // array of 3 u32
-	kRecords              // array of [u64, u64, u64, u8 flags]
-	kLaunches             // array of [u64 kernel_id, u32 offset_ns]
+	kUint        kind = iota // an unsigned integer in [lo, hi]
+	kStr                     // msgpack str
+	kBin16                   // msgpack bin of 16 bytes
+	kTriple                  // array of 3 u32
+	kRecords                 // array of [u64, u64, u64, u8 flags]
+	kLaunches                // array of [u64 kernel_id, u32 offset_ns]
+	kKernelTimes             // array of [u64 kernel_id, u32 duration_ns]
 )
 
 type field struct {
@@ -383,6 +452,10 @@ const (
 	TypeLaunchBatch   Type = 14
 	TypeFlush         Type = 15
 	TypeFlushed       Type = 16
+	TypeKernelTimes   Type = 17
+	TypeCalibrate     Type = 18
+	TypeCalibration   Type = 19
+	TypeWarm          Type = 20
 )
 
 //go:generate go run ./internal/wiregen
@@ -424,6 +497,16 @@ var messages = [...]messageDef{
 		about("`fikit_flush()`: answer Flushed once what came before is durable"),
 	TypeFlushed: def[Flushed]("Flushed", ToHook, u32("task_id"), u32("seq")).
 		about("everything the hook sent before Flush seq is decided and stored"),
+	TypeKernelTimes: def[KernelTimes]("KernelTimes", ToHook, u32("task_id"), u32("bound_ns"), u32("default_ns"),
+		field{name: "kernels", kind: kKernelTimes}).
+		about("the task's predicted kernel durations and in-flight bound (0: none); a long table comes in several, each adding to the last"),
+	TypeCalibrate: def[Calibrate]("Calibrate", ToHook, u32("task_id"), u32("seq"), u32("probe_ns")).
+		about("measure the GPU's switch with a probe kernel of probe_ns"),
+	TypeCalibration: def[Calibration]("Calibration", ToDaemon, u32("task_id"), u32("seq"), u64("host_ns"), u64("device_ns"),
+		enum("flags", 0, uint64(calibrationFlagsMask)), tokenField).
+		about("answers Calibrate seq: host_ns − device_ns is one switch; flags bit 0 MPS (no switch), bit 1 failed"),
+	TypeWarm: def[Warm]("Warm", ToHook, u32("task_id"), u32("seq"), u32("probe_ns")).
+		about("a warm-up (pre-switch): launch the hook's own kernel of probe_ns in the task's context now; no answer"),
 }
 
 // Record flags: the only u8 inside records.
@@ -446,6 +529,7 @@ type values struct {
 	uuid [16]byte
 	r    []Record
 	l    []Launch
+	k    []KernelTime
 }
 
 func (m Register) Type() Type { return TypeRegister }
@@ -565,6 +649,39 @@ func (m *Flush) get(v *values) {
 func (m Flushed) Type() Type     { return TypeFlushed }
 func (m Flushed) put(v *values)  { v.u[0], v.u[1] = uint64(m.TaskID), uint64(m.Seq) }
 func (m *Flushed) get(v *values) { *m = Flushed{TaskID: uint32(v.u[0]), Seq: uint32(v.u[1])} }
+func (m KernelTimes) Type() Type { return TypeKernelTimes }
+func (m KernelTimes) put(v *values) {
+	v.u[0], v.u[1], v.u[2], v.k = uint64(m.TaskID), uint64(m.BoundNS), uint64(m.DefaultNS), m.Kernels
+}
+func (m *KernelTimes) get(v *values) {
+	*m = KernelTimes{TaskID: uint32(v.u[0]), BoundNS: uint32(v.u[1]), DefaultNS: uint32(v.u[2]), Kernels: v.k}
+}
+
+func (m Calibrate) Type() Type { return TypeCalibrate }
+func (m Calibrate) put(v *values) {
+	v.u[0], v.u[1], v.u[2] = uint64(m.TaskID), uint64(m.Seq), uint64(m.ProbeNS)
+}
+func (m *Calibrate) get(v *values) {
+	*m = Calibrate{TaskID: uint32(v.u[0]), Seq: uint32(v.u[1]), ProbeNS: uint32(v.u[2])}
+}
+
+func (m Warm) Type() Type { return TypeWarm }
+func (m Warm) put(v *values) {
+	v.u[0], v.u[1], v.u[2] = uint64(m.TaskID), uint64(m.Seq), uint64(m.ProbeNS)
+}
+func (m *Warm) get(v *values) {
+	*m = Warm{TaskID: uint32(v.u[0]), Seq: uint32(v.u[1]), ProbeNS: uint32(v.u[2])}
+}
+
+func (m Calibration) Type() Type { return TypeCalibration }
+func (m Calibration) put(v *values) {
+	v.u[0], v.u[1], v.u[2], v.u[3], v.u[4], v.u[5] = uint64(m.TaskID), uint64(m.Seq), m.HostNS, m.DeviceNS,
+		uint64(m.Flags), m.Token
+}
+func (m *Calibration) get(v *values) {
+	*m = Calibration{TaskID: uint32(v.u[0]), Seq: uint32(v.u[1]), HostNS: v.u[2], DeviceNS: v.u[3],
+		Flags: CalibrationFlags(v.u[4]), Token: v.u[5]}
+}
 
 // newMessage returns a pointer to a new zero message of type t, which must be
 // valid.

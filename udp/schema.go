@@ -15,6 +15,8 @@ const (
 	KindTriple   FieldKind = FieldKind(kTriple)   // array of 3 u32
 	KindRecords  FieldKind = FieldKind(kRecords)  // array of records (Elems)
 	KindLaunches FieldKind = FieldKind(kLaunches) // array of launches (Elems)
+	// KindKernelTimes is an array of kernel durations (Elems).
+	KindKernelTimes FieldKind = FieldKind(kKernelTimes)
 )
 
 // FieldSpec is one field of a message, in wire order.
@@ -53,6 +55,8 @@ func Schema() []MessageSpec {
 				fs.Elems = specsOf(recordFields[:])
 			case kLaunches:
 				fs.Elems = specsOf(launchFields[:])
+			case kKernelTimes:
+				fs.Elems = specsOf(kernelTimeFields[:])
 			}
 			ms.Fields = append(ms.Fields, fs)
 		}

@@ -16,8 +16,9 @@ import (
 // with the type and field names of docs/design.md and values written as
 // decimal integers, "…" strings (escapes \\ \t \n \xHH of kernelid.Escape,
 // and '"' written as \x22), hex:… for the 16-byte UUID, [a,b,c] for grid and
-// block, [[id,dur,gap,flags];…] for measurement records and [[id,offset];…]
-// for a LaunchBatch's launches ([] if none).
+// block, [[id,dur,gap,flags];…] for measurement records, [[id,offset];…]
+// for a LaunchBatch's launches and [[id,duration];…] for KernelTimes'
+// kernels ([] if none).
 
 // Format returns the text form of m, fields in wire order.
 func Format(m Message) string {
@@ -60,6 +61,15 @@ func Format(m Message) string {
 					b.WriteByte(';')
 				}
 				fmt.Fprintf(&b, "[%d,%d]", l.KernelID, l.OffsetNS)
+			}
+			b.WriteByte(']')
+		case kKernelTimes:
+			b.WriteByte('[')
+			for j, k := range v.k {
+				if j > 0 {
+					b.WriteByte(';')
+				}
+				fmt.Fprintf(&b, "[%d,%d]", k.KernelID, k.DurationNS)
 			}
 			b.WriteByte(']')
 		}
@@ -252,28 +262,40 @@ func parseValue(v *values, i int, f field, s string) error {
 		}
 		return nil
 	case kLaunches:
-		in, err := bracketed(s)
-		if err != nil || in == "" {
-			return err
-		}
-		for ls := range strings.SplitSeq(in, ";") {
-			lin, err := bracketed(ls)
-			if err != nil {
-				return err
-			}
-			parts := strings.Split(lin, ",")
-			if len(parts) != 2 {
-				return fmt.Errorf("launch %q is not [id,offset]: %w", ls, ErrSyntax)
-			}
-			var x [2]uint64
-			for k, p := range parts {
-				if x[k], err = parseUint(p, launchFields[k]); err != nil {
-					return fmt.Errorf("launch %q: %w", ls, err)
-				}
-			}
-			v.l = append(v.l, Launch{KernelID: x[0], OffsetNS: uint32(x[1])})
-		}
-		return nil
+		return parsePairs(s, "launch", "[id,offset]", &launchFields, func(a, b uint64) {
+			v.l = append(v.l, Launch{KernelID: a, OffsetNS: uint32(b)})
+		})
+	case kKernelTimes:
+		return parsePairs(s, "kernel", "[id,duration]", &kernelTimeFields, func(a, b uint64) {
+			v.k = append(v.k, KernelTime{KernelID: a, DurationNS: uint32(b)})
+		})
 	}
 	panic("udp: unknown field kind")
+}
+
+// parsePairs reads [[a,b];…] of two-field elements (what, written form, for
+// errors), giving each to add.
+func parsePairs(s, what, form string, fields *[2]field, add func(a, b uint64)) error {
+	in, err := bracketed(s)
+	if err != nil || in == "" {
+		return err
+	}
+	for es := range strings.SplitSeq(in, ";") {
+		ein, err := bracketed(es)
+		if err != nil {
+			return err
+		}
+		parts := strings.Split(ein, ",")
+		if len(parts) != 2 {
+			return fmt.Errorf("%s %q is not %s: %w", what, es, form, ErrSyntax)
+		}
+		var x [2]uint64
+		for k, p := range parts {
+			if x[k], err = parseUint(p, fields[k]); err != nil {
+				return fmt.Errorf("%s %q: %w", what, es, err)
+			}
+		}
+		add(x[0], x[1])
+	}
+	return nil
 }

@@ -166,6 +166,27 @@ func vectorCases() []vector {
 		fullL[i] = Launch{KernelID: math.MaxUint64, OffsetNS: math.MaxUint32}
 	}
 	add("launch_batch_full", LaunchBatch{TaskID: math.MaxUint32, Seq: math.MaxUint32, BaseNS: math.MaxUint64, Launches: fullL})
+	add("kernel_times_basic", KernelTimes{TaskID: 7, BoundNS: 200_000, DefaultNS: 50_000,
+		Kernels: []KernelTime{{KernelID: 0x1a60b5313197dee7, DurationNS: 12_345}, {KernelID: 5, DurationNS: 479_000}}})
+	add("kernel_times_empty", KernelTimes{TaskID: 7})
+	add("kernel_times_max", KernelTimes{TaskID: math.MaxUint32, BoundNS: math.MaxUint32, DefaultNS: math.MaxUint32,
+		Kernels: []KernelTime{{KernelID: math.MaxUint64, DurationNS: math.MaxUint32}}})
+	fullK := make([]KernelTime, 91) // the most worst-case kernels that fit: 1388 bytes
+	for i := range fullK {
+		fullK[i] = KernelTime{KernelID: math.MaxUint64, DurationNS: math.MaxUint32}
+	}
+	add("kernel_times_full", KernelTimes{TaskID: math.MaxUint32, BoundNS: math.MaxUint32, DefaultNS: math.MaxUint32, Kernels: fullK})
+	add("calibrate_basic", Calibrate{TaskID: 7, Seq: 1, ProbeNS: 5000})
+	add("calibrate_zero", Calibrate{})
+	add("calibrate_max", Calibrate{TaskID: math.MaxUint32, Seq: math.MaxUint32, ProbeNS: math.MaxUint32})
+	add("warm_basic", Warm{TaskID: 7, Seq: 1, ProbeNS: 1000})
+	add("warm_zero", Warm{})
+	add("warm_max", Warm{TaskID: math.MaxUint32, Seq: math.MaxUint32, ProbeNS: math.MaxUint32})
+	add("calibration_basic", Calibration{TaskID: 7, Seq: 1, HostNS: 150_000, DeviceNS: 5_000})
+	add("calibration_mps", Calibration{TaskID: 7, Seq: 2, HostNS: 5_000, DeviceNS: 5_000, Flags: CalibrationMPS})
+	add("calibration_failed_token", Calibration{TaskID: 7, Seq: 3, Flags: CalibrationFailed, Token: 1234567})
+	add("calibration_max", Calibration{TaskID: math.MaxUint32, Seq: math.MaxUint32, HostNS: math.MaxUint64,
+		DeviceNS: math.MaxUint64, Flags: CalibrationMPS | CalibrationFailed, Token: math.MaxUint64})
 	add("hold_basic", Hold{TaskID: 7, Seq: 301})
 	add("hold_zero", Hold{})
 	add("hold_max", Hold{TaskID: math.MaxUint32, Seq: math.MaxUint32})

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/fikit/fikit/profiler"
+	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/scheduler/sim"
 	"github.com/fikit/fikit/simgpu/devmodel"
 	"github.com/fikit/fikit/simgpu/trace"
@@ -50,6 +51,8 @@ func simCommand() *cli.Command {
 			&cli.DurationFlag{Name: "grant-rtt", Value: 60 * time.Microsecond, Usage: "waiter request to grant round trip"},
 			&cli.IntFlag{Name: "profile-runs", Value: 20, Usage: "runs to profile trace services with (simulated, exact)"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
+			&cli.StringFlag{Name: "variants", Usage: "also run fikit under these ablations of the gate, comma-separated, or all: " +
+				strings.Join(variantNames(), ", ") + " (docs/scheduler.md \"Switches, bounds and arrivals\"); rows fikit/NAME"},
 		}, schedulerFlags("profile-runs")...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -120,15 +123,36 @@ func simCommand() *cli.Command {
 			opts.NotifyLatency, opts.GrantRTT = c.Duration("notify-latency"), c.Duration("grant-rtt")
 			rep := simReport{Device: c.String("device"), Model: dev.Model.String(), SwitchNs: int64(dev.Switch),
 				SliceNs: int64(dev.Timeslice), LaunchNs: int64(dev.LaunchLatency)}
-			var alone []int64
+			type simRun struct {
+				name  string
+				mode  sim.Mode
+				sched scheduler.Config
+			}
+			var runs []simRun
 			for _, m := range modes {
-				opts.Mode = m
+				runs = append(runs, simRun{m.String(), m, opts.Scheduler})
+			}
+			variants, err := parseVariants(c.String("variants"))
+			if err != nil {
+				return usageError(c, "--variants: %v", err)
+			}
+			for _, v := range variants {
+				cfg := opts.Scheduler
+				if err := v.Apply(&cfg); err != nil {
+					return err
+				}
+				runs = append(runs, simRun{"fikit/" + v.Name, sim.Fikit, cfg})
+			}
+			var alone []int64
+			for _, run := range runs {
+				m := run.mode
+				opts.Mode, opts.Scheduler = m, run.sched
 				start := time.Now()
 				r, err := sim.Run(opts, svcs)
 				if err != nil {
 					return err
 				}
-				mr := simModeReport{Mode: m.String(), FillPct: r.FillPct, WallMs: float64(time.Since(start).Microseconds()) / 1e3}
+				mr := simModeReport{Mode: run.name, FillPct: r.FillPct, WallMs: float64(time.Since(start).Microseconds()) / 1e3}
 				if r.EndNs > 0 {
 					mr.Utilization = float64(r.DeviceBusyNs) / float64(r.EndNs)
 				}
@@ -157,6 +181,34 @@ func simCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// variantNames are scheduler.Variants' names.
+func variantNames() []string {
+	var names []string
+	for _, v := range scheduler.Variants {
+		names = append(names, v.Name)
+	}
+	return names
+}
+
+// parseVariants reads --variants: names of scheduler.Variants, or all.
+func parseVariants(list string) ([]scheduler.Variant, error) {
+	if list == "" {
+		return nil, nil
+	}
+	if list == "all" {
+		return scheduler.Variants, nil
+	}
+	var out []scheduler.Variant
+	for _, name := range strings.Split(list, ",") {
+		v, ok := scheduler.LookupVariant(strings.TrimSpace(name))
+		if !ok {
+			return nil, fmt.Errorf("no variant %q (%s, or all)", name, strings.Join(variantNames(), ", "))
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 type simReport struct {

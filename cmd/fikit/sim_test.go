@@ -60,3 +60,34 @@ func TestSimDevicePresets(t *testing.T) {
 		t.Errorf("unknown preset: %v", err)
 	}
 }
+
+// --variants adds a fikit row per ablation of the gate (all: every one of
+// scheduler.Variants); an unknown name is a usage error.
+func TestSimVariants(t *testing.T) {
+	svc := []string{"fikit", "sim", "--service", "trace=scenario/graph_resnet50_b1,graph=true,prio=0,every=8ms,runs=20",
+		"--service", "trace=scenario/bert_base_b16,prio=5", "--mode", "fikit", "--json"}
+	var out bytes.Buffer
+	if err := run(context.Background(), append(svc, "--variants", "today,all"), &out); err != nil {
+		t.Fatalf("fikit sim: %v\n%s", err, out.String())
+	}
+	var rep simReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var modes []string
+	for _, m := range rep.Modes {
+		modes = append(modes, m.Mode)
+	}
+	if strings.Join(modes, " ") != "fikit fikit/today fikit/all" {
+		t.Errorf("modes %v, want fikit fikit/today fikit/all", modes)
+	}
+	// all is the defaults: the same as plain fikit.
+	if a, b := rep.Modes[0].Services[0].P99Ns, rep.Modes[2].Services[0].P99Ns; a != b {
+		t.Errorf("fikit/all's HP p99 %v, plain fikit's %v", b, a)
+	}
+	out.Reset()
+	if err := run(context.Background(), append(svc, "--variants", "today,nope"), &out); err == nil ||
+		!strings.Contains(err.Error(), "nope") {
+		t.Errorf("an unknown variant: %v", err)
+	}
+}

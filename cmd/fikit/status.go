@@ -95,18 +95,32 @@ func printStatus(w io.Writer, st *daemon.Status) error {
 			float64(s.PredictionErrNs)/float64(s.PredictionSamples)/1e3,
 			float64(s.PredictionAbsErrNs)/float64(s.PredictionSamples)/1e3, s.PredictionSamples)
 	}
+	for _, g := range st.GPUs {
+		how := "assumed"
+		switch {
+		case g.MPS:
+			how = "MPS: none"
+		case g.SwitchMeasured:
+			how = fmt.Sprintf("measured, %d samples", g.SwitchSamples)
+		}
+		fmt.Fprintf(w, "GPU %s: context switch %s (%s)\n", g.GPU, time.Duration(g.SwitchCostNs).Round(time.Microsecond), how)
+	}
 	if len(st.Tasks) == 0 {
 		fmt.Fprintln(w, "no tasks")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tPRIO\tWEIGHT\tROLE\tPHASE\tRUNS\tWAITING\tCREDIT\tJCT\tGPU USED\tGRANTED\tTENANT\tPID\tGPU\tTASK KEY")
+		fmt.Fprintln(tw, "ID\tPRIO\tWEIGHT\tROLE\tPHASE\tRUNS\tWAITING\tCREDIT\tJCT\tARRIVALS\tGPU USED\tGRANTED\tTENANT\tPID\tGPU\tTASK KEY")
 		for _, t := range st.Tasks {
 			role := t.Role
 			if t.Throttled {
 				role += " (throttled)"
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, t.Priority, t.Weight, role,
-				t.Phase, t.Runs, t.Waiting, t.Credit, time.Duration(t.JCTNs).Round(time.Microsecond), gpuTime(t.UsedNs),
+			arr := t.Arrivals
+			if t.ArrivalEveryNs > 0 {
+				arr += " /" + time.Duration(t.ArrivalEveryNs).Round(10*time.Microsecond).String()
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, t.Priority, t.Weight, role,
+				t.Phase, t.Runs, t.Waiting, t.Credit, time.Duration(t.JCTNs).Round(time.Microsecond), arr, gpuTime(t.UsedNs),
 				gpuTime(t.GrantedNs), t.Tenant, t.PID, t.Model, t.Key)
 		}
 		if err := tw.Flush(); err != nil {

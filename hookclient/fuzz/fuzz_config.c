@@ -58,7 +58,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FK_FUZZ_CHECK(c.grant_timeout_ms >= 1 && c.grant_timeout_ms <= 60000, "grant timeout %d", c.grant_timeout_ms);
 	FK_FUZZ_CHECK(c.connect_timeout_ms >= 1 && c.connect_timeout_ms <= 10000, "connect timeout %d",
 		      c.connect_timeout_ms);
-	FK_FUZZ_CHECK(c.inflight >= 0 && c.inflight <= FK_INFLIGHT_MAX, "inflight %d", c.inflight);
+	FK_FUZZ_CHECK(c.inflight >= -1 && c.inflight <= FK_INFLIGHT_MAX, "inflight %d (-1: auto)", c.inflight);
 	FK_FUZZ_CHECK(c.log_level >= FK_LOG_OFF && c.log_level <= FK_LOG_DEBUG, "log level %d", c.log_level);
 	FK_FUZZ_CHECK(memchr(c.host, 0, sizeof c.host) && c.host[0], "host not a terminated non-empty string");
 	FK_FUZZ_CHECK(memchr(c.task_key, 0, sizeof c.task_key) != NULL, "task key not terminated");

@@ -22,6 +22,15 @@ static const struct {
 	{"gpu.uuid", offsetof(fk_board_gpu, uuid), 16},
 	{"gpu.level_ns", offsetof(fk_board_gpu, level_ns), 8 * FK_BOARD_LEVELS},
 	{"gpu.registered", offsetof(fk_board_gpu, registered), 8},
+	{"gpu.run_end_ns", offsetof(fk_board_gpu, run_end_ns), 8 * FK_BOARD_LEVELS},
+	{"gpu.next_ns", offsetof(fk_board_gpu, next_ns), 8},
+	{"gpu.switch_ns", offsetof(fk_board_gpu, switch_ns), 8},
+	{"gpu.resume_task", offsetof(fk_board_gpu, resume_task), 4},
+	{"gpu.flags", offsetof(fk_board_gpu, flags), 4},
+	{"gpu.wake", offsetof(fk_board_gpu, wake), 4},
+	{"gpu.sleepers", offsetof(fk_board_gpu, sleepers), 4},
+	{"gpu.next_late_ns", offsetof(fk_board_gpu, next_late_ns), 8},
+	{"gpu.cursor_ns", offsetof(fk_board_gpu, cursor_ns), 8},
 	{"slots_offset", offsetof(fk_board, slot), 0},
 	{"slot_stride", sizeof(fk_board_slot), 0},
 	{"slots", FK_BOARD_SLOTS, 0},
@@ -84,6 +93,24 @@ int main(int argc, char **argv)
 	CHECK(fk_board_above(b, g, 4, 5000000000ull) == 300, "above 4");
 	CHECK(fk_board_above(b, g, 9, 5000000000ull) == 700, "above 9");
 	CHECK(fk_board_above(b, g, 9, 5000000000ull + FK_BOARD_STALE_NS + 1) == 0, "a stale board shows nothing");
+
+	/* Run ends move forward too; a priority launched since its latest run
+	 * end is inside a run (a launch at the run end's very time starts the
+	 * next one); one never launched is not. */
+	fk_board_run_end(g, 0, 150);
+	fk_board_run_end(g, 0, 120);
+	CHECK(g->run_end_ns[0] == 150, "run end went back to %llu", (unsigned long long)g->run_end_ns[0]);
+	CHECK(!fk_board_better_in_run(g, 3), "level 0 ended its run at 150 after launching at 100");
+	CHECK(fk_board_better_in_run(g, 4), "level 3 launched at 300 and ended no run");
+	fk_board_note(g, 0, 150);
+	CHECK(fk_board_better_in_run(g, 1), "a launch at the run end's time is the next run");
+	CHECK(!fk_board_better_in_run(g, 0), "nothing is better than 0");
+	/* A run end wakes sleepers only when there are some (a syscall). */
+	fk_board_run_end(g, 0, 200);
+	CHECK(g->wake == 0, "woke with no sleeper");
+	g->sleepers = 1;
+	fk_board_run_end(g, 0, 210);
+	CHECK(g->wake == 1, "a sleeper was not woken");
 	free(b);
 	return check_done("test_board");
 }

@@ -45,7 +45,7 @@ int main(int argc, char **argv)
 	load(&c, 0, NULL);
 	CHECK(!strcmp(c.host, "127.0.0.1") && c.port == 7070 && c.priority == 5 && !c.disabled &&
 		      c.log_level == FK_LOG_WARN && c.grant_timeout_ms == 200 && c.connect_timeout_ms == 1000 &&
-		      !c.task_key_set && nreports == 0 && !c.board_off && c.inflight == 2 && c.local && c.weight == 1,
+		      !c.task_key_set && nreports == 0 && !c.board_off && c.inflight == -1 && c.local && c.weight == 1,
 	      "defaults");
 
 	const char *const good[][2] = {{"FIKIT_SCHEDULER", "10.1.2.3:9000"}, {"FIKIT_PRIORITY", "0"},
@@ -65,9 +65,12 @@ int main(int argc, char **argv)
 	const char *const gate2[][2] = {{"FIKIT_BOARD", "on"}, {"FIKIT_INFLIGHT", "16"}};
 	load(&c, 2, gate2);
 	CHECK(nreports == 0 && !c.board_off && c.inflight == 16, "FIKIT_BOARD=on FIKIT_INFLIGHT=16");
+	const char *const gate_auto[][2] = {{"FIKIT_INFLIGHT", "auto"}};
+	load(&c, 1, gate_auto);
+	CHECK(nreports == 0 && c.inflight == -1, "FIKIT_INFLIGHT=auto");
 	const char *const gate_bad[][2] = {{"FIKIT_BOARD", "maybe"}, {"FIKIT_INFLIGHT", "17"}};
 	load(&c, 2, gate_bad);
-	CHECK(nreports == 2 && !c.board_off && c.inflight == 2, "bad FIKIT_BOARD / FIKIT_INFLIGHT");
+	CHECK(nreports == 2 && !c.board_off && c.inflight == -1, "bad FIKIT_BOARD / FIKIT_INFLIGHT");
 	const char *const weight[][2] = {{"FIKIT_WEIGHT", "100"}};
 	load(&c, 1, weight);
 	CHECK(nreports == 0 && c.weight == 100, "FIKIT_WEIGHT=100");

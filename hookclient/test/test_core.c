@@ -176,6 +176,15 @@ static void print_acts(const fk_acts *a)
 		case FK_ACT_FLUSHED:
 			emit("flushed %s\n", x->granted ? "ok" : "failed");
 			break;
+		case FK_ACT_WARM:
+			emit("warm task=%d seq=%" PRIu32 " probe=%s\n", x->task, x->seq, fmt_t(x->ns));
+			break;
+		case FK_ACT_CALIBRATE:
+			emit("calibrate task=%d seq=%" PRIu32 " probe=%s\n", x->task, x->seq, fmt_t(x->ns));
+			break;
+		case FK_ACT_KERNEL_TIMES:
+			emit("kernel-times task=%d\n", x->task);
+			break;
 		default:
 			emit("? action %d\n", x->type);
 		}
@@ -336,6 +345,9 @@ static void run(char *line)
 		ev.type = FK_EV_MESSAGE;
 		ev.board = (int)num(&a, "board", 0);
 		ev.pool = (int)num(&a, "pool", 1);
+		ev.in_run = (int)num(&a, "in-run", 0);
+		ev.capturing = (int)num(&a, "capturing", 0);
+		ev.ctx_gone = (int)num(&a, "ctx-gone", 0);
 		const char *w = arg(&a, "wait");
 		if (w && sscanf(w, "%d/%" SCNu32 "/%" SCNu32, &ev.wait_task, &ev.wait_seq, &ev.wait_id) != 3) {
 			emit("error: wait=TASK/SEQ/ID\n");
@@ -370,6 +382,11 @@ static void run(char *line)
 	} else if (!strcmp(cmd, "flush")) {
 		ev.type = FK_EV_FLUSH;
 		ev.until = dur(&a, "until", 0);
+	} else if (!strcmp(cmd, "calibrated")) {
+		ev.type = FK_EV_CALIBRATED;
+		ev.host_ns = dur(&a, "host", 0);
+		ev.device_ns = dur(&a, "device", 0);
+		ev.calib_flags = (uint8_t)num(&a, "flags", 0);
 	} else if (!strcmp(cmd, "exit")) {
 		ev.type = FK_EV_EXIT;
 	} else if (!strcmp(cmd, "leave")) {

@@ -64,6 +64,19 @@ static void check_vec(const char *name, char *text, const uint8_t *hex, long hex
 		CHECK(0, "%s: not decoded as %s", name, fk_wire_msgs[type].name);
 		return;
 	}
+	/* A decoded array is the datagram's bytes of its elements: read them
+	 * (fk_decode_elems) into structs, as the vector's text has them. */
+	static uint8_t elems[FK_MAX_DATAGRAM * 16];
+	const fk_wire_msg *d = &fk_wire_msgs[type];
+	for (uint8_t i = 0; i < d->nfields; i++) {
+		const fk_wire_field *f = &d->fields[i];
+		if (!f->elems)
+			continue;
+		size_t n = *(size_t *)((uint8_t *)&in + f->len_off);
+		size_t k = fk_decode_elems(&in, elems, sizeof elems / f->elem_size);
+		CHECK(k == n, "%s: %zu of %zu elements read back", name, k, n);
+		*(const uint8_t **)((uint8_t *)&in + f->off) = elems;
+	}
 	wt_format(want, sizeof want, type, &m.in); /* canonical: trailing optional zeros left out */
 	wt_format(got, sizeof got, type, &in);
 	CHECK(strcmp(got, want) == 0, "%s: decodes to\n  %s\nwant\n  %s", name, got, want);

@@ -13,6 +13,12 @@
  *   holder       the hook preloaded, registered as holder in the sharing
  *                phase with an in-process fake scheduler: the hot path
  *   profiling    holder in the profiling phase: events around each launch
+ *   board        holder of priority 0 sharing a board on which a lower
+ *                priority is registered and sleeps (waiting to resume):
+ *                every run end wakes it, the worst case of a request's cost
+ * and per request: a CUDA-graph request (one graph launch of one kernel,
+ * then a stream synchronization: the run end) and an eager one (20
+ * launches, then the synchronization), medians per mode of many;
  * and, for the holder mode with a launch every 10 µs (a service's pace),
  * the notify latency (launch call → the datagram queued on the fake
  * scheduler's socket, the kernel's receive timestamp) and the sender
@@ -26,6 +32,10 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+
+#include "board_gen.h"
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,8 +46,10 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *const modes[] = {"nohook", "disabled", "passthrough", "holder", "profiling"};
-#define NMODES 5
+static const char *const modes[] = {"nohook", "disabled", "passthrough", "holder", "profiling", "board"};
+#define NMODES 6
+#define REQUESTS 3000 /* per request kind and round */
+#define EAGER 20      /* launches per eager request */
 #define BATCH 256
 #define PACED 20000 /* launches at a service's pace, for notify latency */
 
@@ -67,6 +79,8 @@ static void die(const char *what, CUresult rc)
 typedef struct fake {
 	int fd;
 	int phase;
+	const char *board; /* named in the RegisterAck (board mode), or NULL */
+	uint64_t board_gen;
 	uint64_t *recv_ns; /* per launch seq */
 	size_t cap;
 	volatile int stop;
@@ -120,10 +134,23 @@ static void *fake_main(void *arg)
 			continue;
 		if (type == 1) { /* Register: answer holder, the mode's phase */
 			int64_t seq = mp_uint(&p, end);
-			uint8_t ack[] = {0x98, 1, 8, 0xce, 0, 0, 0, 0, 1, 1, (uint8_t)f->phase, 100, 0xcd, 0x03, 0xe8};
+			uint8_t ack[400] = {0x98, 1, 8, 0xce, 0, 0, 0, 0, 1, 1, (uint8_t)f->phase, 100, 0xcd, 0x03, 0xe8};
 			ack[4] = (uint8_t)(seq >> 24), ack[5] = (uint8_t)(seq >> 16), ack[6] = (uint8_t)(seq >> 8),
 			ack[7] = (uint8_t)seq;
-			sendto(f->fd, ack, sizeof ack, 0, (struct sockaddr *)&from, mh.msg_namelen);
+			size_t n = 15;
+			if (f->board) { /* … and the board: path, generation, GPU section 0 */
+				size_t l = strlen(f->board);
+				ack[0] = 0x9b;
+				ack[n++] = 0xd9;
+				ack[n++] = (uint8_t)l;
+				memcpy(ack + n, f->board, l);
+				n += l;
+				ack[n++] = 0xcf;
+				for (int i = 7; i >= 0; i--)
+					ack[n++] = (uint8_t)(f->board_gen >> (8 * i));
+				ack[n++] = 0;
+			}
+			sendto(f->fd, ack, n, 0, (struct sockaddr *)&from, mh.msg_namelen);
 		} else if (type == 2) { /* LaunchNotify: when did it arrive? */
 			mp_uint(&p, end);
 			int64_t seq = mp_uint(&p, end);
@@ -199,12 +226,75 @@ static char *slurp(const char *path)
 	return buf;
 }
 
+/* A board (board mode): the GPU's section 0 is dev's, priorities 0 (this
+ * process, FIKIT_PRIORITY=0) and 5 are registered, and one thread of
+ * priority 5 sleeps there: each run end of this process wakes it (a
+ * futex wake nobody waits for: the cost is the syscall). */
+static char board_path[64];
+static uint64_t make_board(CUdevice dev)
+{
+	snprintf(board_path, sizeof board_path, "/dev/shm/hook-bench-%d.board", (int)getpid());
+	int fd = open(board_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || ftruncate(fd, FK_BOARD_FILE_SIZE)) {
+		perror(board_path);
+		exit(1);
+	}
+	fk_board *b = mmap(NULL, FK_BOARD_FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (b == MAP_FAILED) {
+		perror("mmap");
+		exit(1);
+	}
+	uint64_t gen = now_ns() | 1;
+	b->version = FK_BOARD_VERSION;
+	b->gpus = FK_BOARD_GPUS;
+	atomic_store(&b->generation, gen);
+	atomic_store(&b->heartbeat_ns, now_ns() + 3600ull * 1000000000u);
+	CUuuid u;
+	CK(cuDeviceGetUuid(&u, dev));
+	memcpy(b->gpu[0].uuid, u.bytes, 16);
+	atomic_store(&b->gpu[0].registered, 1ull | 1ull << 5);
+	atomic_store(&b->gpu[0].sleepers, 1);
+	atomic_store(&b->magic, FK_BOARD_MAGIC);
+	return gen;
+}
+
+static int cmp_u64(const void *a, const void *b);
+
+/* Median ns of n requests: a graph launch (ge) or EAGER launches of fn,
+ * each followed by a synchronization of s. */
+static uint64_t requests(CUgraphExec ge, CUfunction fn, CUstream s, void **args, int n)
+{
+	static uint64_t t[REQUESTS];
+	for (int i = 0; i < n; i++) {
+		uint64_t t0 = now_ns();
+		if (ge)
+			CK(cuGraphLaunch(ge, s));
+		else
+			for (int k = 0; k < EAGER; k++)
+				CK(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+		CK(cuStreamSynchronize(s));
+		t[i] = now_ns() - t0;
+	}
+	qsort(t, (size_t)n, sizeof t[0], cmp_u64);
+	return t[n / 2];
+}
+
 /* One measurement in this process: prints one JSON line. */
 static int child(const char *mode, const char *ptx_path, long launches)
 {
 	fake f = {.fd = -1};
 	pthread_t th;
-	int with_sched = !strcmp(mode, "holder") || !strcmp(mode, "profiling");
+	int board = !strcmp(mode, "board");
+	int with_sched = !strcmp(mode, "holder") || !strcmp(mode, "profiling") || board;
+	CK(cuInit(0));
+	CUdevice dev;
+	CK(cuDeviceGet(&dev, 0));
+	if (board) {
+		f.board_gen = make_board(dev);
+		f.board = board_path;
+		setenv("FIKIT_PRIORITY", "0", 1);
+	}
 	if (with_sched) {
 		f.phase = !strcmp(mode, "profiling") ? 1 : 2;
 		f.cap = (size_t)launches + 2 * BATCH + PACED + 2;
@@ -231,9 +321,6 @@ static int child(const char *mode, const char *ptx_path, long launches)
 		setenv("FIKIT_SCHEDULER", addr, 1); /* read by the hook at its first CUDA call */
 		pthread_create(&th, NULL, fake_main, &f);
 	}
-	CK(cuInit(0));
-	CUdevice dev;
-	CK(cuDeviceGet(&dev, 0));
 	CUcontext ctx;
 	CK(cuDevicePrimaryCtxRetain(&ctx, dev));
 	CK(cuCtxSetCurrent(ctx));
@@ -259,7 +346,22 @@ static int child(const char *mode, const char *ptx_path, long launches)
 		CK(cuStreamSynchronize(s));
 	}
 	printf("{\"mode\":\"%s\",\"ns_per_launch\":%.1f", mode, (double)total / (double)launches);
-	if (with_sched) {
+	/* Requests: a CUDA graph of one kernel (captured), and eager ones. */
+	CUgraph g;
+	CUgraphExec ge;
+	CK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+	CK(cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
+	CK(cuStreamEndCapture(s, &g));
+	CK(cuGraphInstantiateWithFlags(&ge, g, 0));
+	requests(ge, fn, s, args, 100); /* warm */
+	uint64_t graph_ns = requests(ge, fn, s, args, REQUESTS);
+	uint64_t eager_ns = requests(NULL, fn, s, args, REQUESTS / 4);
+	seq += 100 + REQUESTS + REQUESTS / 4 * EAGER; /* the hook's seqs: one per graph launch, one per kernel */
+	printf(",\"ns_per_graph_request\":%llu,\"ns_per_eager_request\":%llu", (unsigned long long)graph_ns,
+	       (unsigned long long)eager_ns);
+	if (board)
+		unlink(board_path);
+	if (with_sched && !board) {
 		/* Notify latency at a service's pace (a launch every 10 µs of host
 		 * time, as eager PyTorch): the tight loop above outruns any sender
 		 * (one datagram per launch), which is not what latency is about. */
@@ -361,7 +463,7 @@ int main(int argc, char **argv)
 	if (mode)
 		return child(mode, ptx, launches);
 
-	static double ns[NMODES][64], p50[64], p99[64], act[64], idle[64];
+	static double ns[NMODES][64], graph[NMODES][64], eager[NMODES][64], p50[64], p99[64], act[64], idle[64];
 	int nlat = 0;
 	rounds = rounds > 64 ? 64 : rounds;
 	for (int r = 0; r < rounds; r++) {
@@ -401,6 +503,8 @@ int main(int argc, char **argv)
 				return 1;
 			}
 			ns[m][r] = parse_num(line, "ns_per_launch");
+			graph[m][r] = parse_num(line, "ns_per_graph_request");
+			eager[m][r] = parse_num(line, "ns_per_eager_request");
 			if (m == 3) {
 				p50[nlat] = parse_num(line, "notify_p50_ns");
 				p99[nlat] = parse_num(line, "notify_p99_ns");
@@ -409,23 +513,29 @@ int main(int argc, char **argv)
 			}
 		}
 	}
-	double med[NMODES];
-	for (int m = 0; m < NMODES; m++)
+	double med[NMODES], gmed[NMODES], emed[NMODES];
+	for (int m = 0; m < NMODES; m++) {
 		med[m] = median(ns[m], rounds);
+		gmed[m] = median(graph[m], rounds);
+		emed[m] = median(eager[m], rounds);
+	}
 	double lat50 = median(p50, nlat), lat99 = median(p99, nlat), cpua = median(act, nlat), cpui = median(idle, nlat);
 	if (json) {
 		printf("{\"launches\":%ld,\"rounds\":%d", launches, rounds);
 		for (int m = 0; m < NMODES; m++)
-			printf(",\"%s_ns\":%.1f", modes[m], med[m]);
+			printf(",\"%s_ns\":%.1f,\"%s_graph_request_ns\":%.0f,\"%s_eager_request_ns\":%.0f", modes[m], med[m],
+			       modes[m], gmed[m], modes[m], emed[m]);
 		printf(",\"notify_p50_ns\":%.0f,\"notify_p99_ns\":%.0f,\"sender_cpu_active_pct\":%.1f,"
 		       "\"sender_cpu_idle_pct\":%.2f}\n",
 		       lat50, lat99, cpua, cpui);
 		return 0;
 	}
 	printf("hook-bench: %ld launches per mode and round, %d rounds, medians (hook %s)\n", launches, rounds, hook);
-	printf("%-12s %12s %12s\n", "mode", "ns/launch", "added ns");
+	printf("%-12s %12s %12s %16s %12s %16s %12s\n", "mode", "ns/launch", "added ns", "ns/graph request", "added ns",
+	       "ns/eager request", "added ns");
 	for (int m = 0; m < NMODES; m++)
-		printf("%-12s %12.1f %+12.1f\n", modes[m], med[m], med[m] - med[0]);
+		printf("%-12s %12.1f %+12.1f %16.0f %+12.0f %16.0f %+12.0f\n", modes[m], med[m], med[m] - med[0], gmed[m],
+		       gmed[m] - gmed[0], emed[m], emed[m] - emed[0]);
 	printf("holder, a launch every 10 us: notify latency (launch call -> datagram at the scheduler) p50 %.1f us, "
 	       "p99 %.1f us\n",
 	       lat50 / 1e3, lat99 / 1e3);

@@ -78,14 +78,8 @@ func simulatePair(t *testing.T, p h200Pair, dev devmodel.Config, late time.Durat
 	// The LP's runs per second inside the HP's span, as tests/gpu's
 	// summary counts them, against its rate alone.
 	rate := func(r *Result) float64 {
-		s, from, to := r.Services[1], r.Services[0].Span[0], r.Services[0].Span[1]
-		n := 0
-		for i, st := range s.Starts {
-			if st >= from && st+s.JCTs[i] <= to {
-				n++
-			}
-		}
-		return float64(n) / (float64(to-from) / 1e9)
+		from, to := r.Services[0].Span[0], r.Services[0].Span[1]
+		return float64(lpRunsInSpan(r)) / (float64(to-from) / 1e9)
 	}
 	ex := res[Exclusive].Services[1]
 	lpAlone := float64(ex.Runs) / (float64(ex.Span[1]-ex.Span[0]) / 1e9)
@@ -140,4 +134,16 @@ func TestCalibratedH200(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lpRunsInSpan counts the second service's runs inside the first's span.
+func lpRunsInSpan(r *Result) int {
+	s, from, to := r.Services[1], r.Services[0].Span[0], r.Services[0].Span[1]
+	n := 0
+	for i, st := range s.Starts {
+		if st >= from && st+s.JCTs[i] <= to {
+			n++
+		}
+	}
+	return n
 }

@@ -24,6 +24,12 @@ const (
 	evTick                    // the core's deadline
 	evPostRun                 // a service's post-processing is over
 	evHeartbeat               // a service's hook sends a heartbeat
+	evGo                      // a granted (or resumed) launch goes once its bound allows
+	evRequest                 // a launch request reaches the core, which reads the board first
+	evTimes                   // kernel durations reach a service's hook
+	evCalibrate               // a calibration request reaches a service's hook
+	evResume                  // a waiting thread wakes at a better priority's run end
+	evWarm                    // a warm-up request reaches a service's hook (pre-switch)
 )
 
 type event struct {
@@ -35,6 +41,9 @@ type event struct {
 	core  scheduler.Event
 	grant scheduler.Grant
 	state scheduler.StateChange
+	times scheduler.KernelTimes
+	calib scheduler.Calibration
+	warm  scheduler.Warmup
 }
 
 type queue []*event
@@ -70,6 +79,8 @@ type sim struct {
 	segs     []devmodel.Segment
 	drifts   []Drift
 	keepSegs bool
+	board    boardState
+	hints    []scheduler.BoardHint
 }
 
 func newSim(opts Options, specs []Service) (*sim, error) {
@@ -215,15 +226,52 @@ func (s *sim) handle(e *event) {
 		// Seq+Credit go without asking (a renewal names the latest launch
 		// the core had seen, so launches in flight are not counted twice).
 		st.credLimit = e.grant.Seq + e.grant.Credit
+		st.h.gateSeen, st.h.gateExpires = e.grant.Seen, e.grant.Expires
 		if st.waiting && e.grant.Seq == st.seq {
 			st.waiting = false
-			s.enqueue(st)
+			st.h.granted++
+			s.goGranted(st)
 		}
 	case evState:
 		st.role = e.state.Role
 		st.phase, st.sample = e.state.Phase, e.state.Sample
+		st.h.asks = false
+		st.h.gateSeen, st.h.gateExpires = e.state.Seen, e.state.Expires
 		if e.state.Credit == 0 {
 			st.credLimit = 0
+		} else {
+			st.credLimit = st.seq + e.state.Credit
+		}
+	case evGo:
+		if st.launching {
+			s.goGranted(st)
+		}
+	case evRequest:
+		if s.opts.Board {
+			var lv [10]int64
+			for p, at := range s.board.level {
+				lv[p] = min(at, s.now)
+			}
+			_ = s.core.Step(scheduler.BoardObserved{Now: s.now, Task: st.id, Levels: lv})
+		}
+		_ = s.core.Step(e.core)
+	case evTimes:
+		st.h.kt = map[uint64]int64{}
+		for _, k := range e.times.Kernels {
+			st.h.kt[k.ID] = k.Ns
+		}
+		st.h.ktBound, st.h.ktDef = e.times.BoundNs, e.times.DefaultNs
+	case evCalibrate:
+		s.calibrate(st, e.calib)
+	case evWarm:
+		s.warm(st, e.warm)
+	case evResume:
+		if st.waiting && s.resumeOK(st, st.kernels[st.next]) {
+			st.waiting = false
+			st.h.resumed++
+			s.report(st)
+			st.resuming = true
+			s.goGranted(st)
 		}
 	case evCore:
 		if err := s.core.Step(e.core); err != nil {
@@ -246,22 +294,92 @@ func (s *sim) handle(e *event) {
 	}
 }
 
-// launch: the host is ready to launch the service's next kernel.
+// launch: the host is ready to launch the service's next kernel. As the
+// hook does: first the bound (hook.go) — the launch waits until it fits —
+// then the permission: a holder's role (unless its gate closed), credit
+// within its gate, a resume on the board, or else a request.
 func (s *sim) launch(st *svcState) {
 	k := st.kernels[st.next]
-	st.seq++
-	if s.core == nil || st.role == scheduler.RoleHolder || st.seq <= st.credLimit {
-		if s.core != nil {
-			// Reported with its launch time, arriving NotifyLatency later.
-			s.toCore(s.now, scheduler.LaunchNotified{Now: s.now, Task: st.id,
-				Seq: st.seq, Kernel: k.ID}, int64(s.opts.NotifyLatency))
-		}
+	if s.core == nil {
+		st.seq++
 		s.enqueue(st)
 		return
 	}
+	if at := s.boundAt(st, k, false); at > s.now {
+		s.push(&event{at: at, kind: evLaunch, svc: st})
+		return
+	}
+	st.seq++
+	if st.role == scheduler.RoleHolder && !st.h.asks && s.betterRegistered(st) && s.opts.Board && s.above(st) > st.h.gateSeen {
+		st.h.asks = true // a lower holder sees a better priority launch: it asks from now on
+	}
+	holds := st.role == scheduler.RoleHolder && !st.h.asks
+	if holds || (st.seq <= st.credLimit && !s.gateStale(st)) {
+		s.report(st)
+		s.enqueue(st)
+		return
+	}
+	if s.resumeOK(st, k) {
+		// Bounded as a holder's launch is, by count without a µs bound.
+		if at := s.boundAt(st, k, true); at > s.now {
+			st.seq--
+			s.push(&event{at: at, kind: evLaunch, svc: st})
+			return
+		}
+		st.h.resumed++
+		s.report(st)
+		s.enqueue(st)
+		return
+	}
+	st.credLimit = min(st.credLimit, st.seq-1) // stale credit is dropped
+	s.request(st)
+}
+
+// report sends the launch of st's seq to the core after the fact, with
+// its launch time, and notes it on the board (a holder's level).
+func (s *sim) report(st *svcState) {
+	k := st.kernels[st.next]
+	if st.role == scheduler.RoleHolder && !st.h.asks {
+		s.board.level[st.spec.Priority] = max(s.board.level[st.spec.Priority], s.now)
+	}
+	s.toCore(s.now, scheduler.LaunchNotified{Now: s.now, Task: st.id, Seq: st.seq, Kernel: k.ID}, int64(s.opts.NotifyLatency))
+}
+
+// request asks the core for st's launch seq (the board shows the level
+// first, so that lower priorities stop at once).
+func (s *sim) request(st *svcState) {
+	k := st.kernels[st.next]
 	st.waiting = true
+	s.board.level[st.spec.Priority] = max(s.board.level[st.spec.Priority], s.now)
 	half := int64(s.opts.GrantRTT) / 2
-	s.toCore(s.now, scheduler.LaunchRequested{Now: s.now + half, Task: st.id, Seq: st.seq, Kernel: k.ID}, half)
+	s.push(&event{at: s.now + half, kind: evRequest, svc: st,
+		core: scheduler.LaunchRequested{Now: s.now + half, Task: st.id, Seq: st.seq, Kernel: k.ID}})
+}
+
+// goGranted launches st's granted (or resumed) seq once its bound allows;
+// a grant the board shows stale by then is asked for again (a few times).
+func (s *sim) goGranted(st *svcState) {
+	k := st.kernels[st.next]
+	if at := s.boundAt(st, k, st.resuming); at > s.now {
+		st.launching = true
+		s.push(&event{at: at, kind: evGo, svc: st})
+		return
+	}
+	st.launching = false
+	if st.resuming {
+		st.resuming = false
+		if !s.resumeOK(st, k) {
+			s.request(st) // the board changed while it waited: ask after all
+			return
+		}
+	} else if s.gateStale(st) && st.h.reasks < 4 {
+		st.credLimit = min(st.credLimit, st.seq-1)
+		st.h.reasks++
+		s.request(st)
+		return
+	}
+	st.h.reasks = 0
+	s.enqueue(st)
 }
 
 // enqueue puts the service's next kernel on the device and schedules the
@@ -283,6 +401,9 @@ func (s *sim) enqueue(st *svcState) {
 		st.firstOp = seq
 	}
 	st.lastOp = seq
+	if s.core != nil {
+		s.tookOff(st, seq, st.dur(k.ID))
+	}
 	st.next++
 	if st.next < len(st.kernels) {
 		s.push(&event{at: s.now + st.kernels[st.next].HostNs, kind: evLaunch, svc: st})
@@ -308,6 +429,21 @@ func (s *sim) runEnd(st *svcState, end int64) {
 		}
 		s.toCore(end, scheduler.RunEnded{Now: end + lat, Task: st.id, Run: st.run,
 			Kernels: uint32(len(st.kernels)), RunNs: end - st.t0, LastSeq: uint32(st.seq)}, lat)
+		// The sync returned: its work is done (the cursor's correction),
+		// and the board shows the run ended; threads waiting there wake.
+		if left := st.h.cursor - end; left > 0 {
+			// What it was predicted to have left is done: the GPU's
+			// cursor is that much early (no earlier than now).
+			s.board.lpCursor = max(end, s.board.lpCursor-left)
+		}
+		st.h.cursor = end
+		p := st.spec.Priority
+		s.board.runEnd[p] = max(s.board.runEnd[p], end)
+		for _, o := range s.svcs {
+			if o != st && o.waiting && o.spec.Priority > p {
+				s.push(&event{at: end + resumeWake, kind: evResume, svc: o})
+			}
+		}
 	}
 	if st.spec.PostNs > 0 {
 		s.push(&event{at: end + st.spec.PostNs, kind: evPostRun, svc: st})
@@ -374,6 +510,24 @@ func (s *sim) flushCore() {
 			s.push(&event{at: s.now + half, kind: evGrant, svc: st, grant: g})
 		}
 	}
+	for _, k := range r.KernelTimes {
+		if st := s.byID[k.Task]; st != nil {
+			s.push(&event{at: s.now + half, kind: evTimes, svc: st, times: k})
+		}
+	}
+	for _, c := range r.Calibrations {
+		if st := s.byID[c.Task]; st != nil {
+			s.push(&event{at: s.now + half, kind: evCalibrate, svc: st, calib: c})
+		}
+	}
+	for _, w := range r.Warmups {
+		if st := s.byID[w.Task]; st != nil {
+			s.push(&event{at: s.now + half, kind: evWarm, svc: st, warm: w})
+		}
+	}
+	if s.hints = s.core.BoardHints(s.hints[:0]); len(s.hints) > 0 {
+		s.board.hint = s.hints[0]
+	}
 	if r.Deadline > 0 && (s.tickAt == 0 || r.Deadline < s.tickAt) {
 		s.tickAt = r.Deadline
 		s.push(&event{at: r.Deadline, kind: evTick})
@@ -386,6 +540,7 @@ func (s *sim) result() *Result {
 	r.DeviceBusyNs, r.SwitchingNs = int64(st.Busy), int64(st.Switching)
 	for _, sv := range s.svcs {
 		sv.res.BusyNs = s.busy[sv.ctx]
+		sv.res.Warmups = sv.h.warmups
 		r.Services = append(r.Services, sv.res)
 	}
 	if s.core != nil {

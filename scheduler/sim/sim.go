@@ -149,6 +149,10 @@ type Options struct {
 	// (both measured by `fikit bench` on the real hook and daemon).
 	NotifyLatency time.Duration
 	GrantRTT      time.Duration
+	// Board: the hooks share the daemon's board (as on one host): a
+	// permission's gate, the bound on work in flight, resuming on the
+	// board (hook.go).
+	Board bool
 	// Horizon bounds simulated time.
 	Horizon time.Duration
 }
@@ -162,6 +166,7 @@ func DefaultOptions() Options {
 		Scheduler:     scheduler.DefaultConfig(),
 		NotifyLatency: 30 * time.Microsecond,
 		GrantRTT:      60 * time.Microsecond,
+		Board:         true,
 		Horizon:       10 * time.Minute,
 	}
 }
@@ -177,6 +182,8 @@ type ServiceResult struct {
 	Blocked []int64
 	BusyNs  int64 // device time its kernels ran
 	Span    [2]int64
+	// Warmups: its hook's warm-ups launched (pre-switch).
+	Warmups int
 }
 
 // Result is the outcome of a simulation.
@@ -276,6 +283,10 @@ type svcState struct {
 	measured        bool
 	phase           scheduler.Phase
 	sample, started uint32
+	// launching: a granted launch waits for its bound (evGo).
+	launching bool
+	resuming  bool // … and was not granted: it resumes on the board
+	h         hookState
 }
 
 func (s *svcState) done() bool { return s.spec.Runs > 0 && s.res.Runs >= s.spec.Runs }

@@ -215,7 +215,7 @@ int64_t dm_enqueue(dm_device *d, int ci, const dm_op *op, int64_t now)
 	s->blocked = 0;
 	s->wait_ctx = (int16_t)(op->type == DM_OP_WAIT ? op->wait_ctx : -1);
 	s->type = (uint8_t)op->type;
-	s->flags = op->flags & DM_OPF_NONBLOCKING;
+	s->flags = op->flags & (DM_OPF_NONBLOCKING | DM_OPF_UNCOUNTED);
 	s->state = DM_S_QUEUED;
 	/* Publish, then link: dm_repair rebuilds the links from published slots. */
 	c->tail = seq + 1;
@@ -228,7 +228,7 @@ int64_t dm_enqueue(dm_device *d, int ci, const dm_op *op, int64_t now)
 		slot_of(c, st->tail)->next = seq;
 	}
 	st->tail = seq;
-	st->flags = s->flags;
+	st->flags = s->flags & DM_OPF_NONBLOCKING;
 	c->pending++;
 	d->pending_mask |= 1ULL << ci;
 	if (s->arrival <= d->t)

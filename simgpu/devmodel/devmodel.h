@@ -68,6 +68,9 @@ enum dm_model { DM_TIMESLICE = 0, DM_FIFO = 1 };
 enum dm_op_type { DM_OP_KERNEL = 1, DM_OP_EVENT = 2, DM_OP_WAIT = 3, DM_OP_COPY = 4 };
 enum dm_op_flag {
 	DM_OPF_NONBLOCKING = 1u, /* the op's stream does not synchronize with the legacy stream */
+	/* A kernel that is not the context's work (the fikit hook's own
+	 * probe and warm-up): its blocked time stays out of dm_ctx_totals. */
+	DM_OPF_UNCOUNTED = 2u,
 };
 enum dm_status {
 	DM_OK = 0,

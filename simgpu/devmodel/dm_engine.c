@@ -447,7 +447,8 @@ static void account_blocked(dm_device *d, int64_t t0, int64_t t1)
 			dm_slot *s = slot_of(c, c->streams[c->active[i]].head);
 			if (s->type == DM_OP_KERNEL && s->state == DM_S_QUEUED && head_ready(d, c, s, t0)) {
 				s->blocked += dt;
-				c->blocked_ns += dt;
+				if (!(s->flags & DM_OPF_UNCOUNTED))
+					c->blocked_ns += dt;
 			}
 		}
 	}

@@ -182,6 +182,10 @@ void sg_obj_each(int type, int (*fn)(void *obj, void *arg), void *arg);
 
 /* ---- objects --------------------------------------------------------- */
 
+/* The fikit hook's own kernel (hookclient/probe.c; simgpu/timeline's
+ * HookProbe): its blocked time is left out of the context's totals. */
+#define SG_HOOK_PROBE "fikit_hook_probe"
+
 typedef struct sg_name {       /* interned, never freed: tags point at these */
 	const char *name;
 	const char *json;          /* JSON-escaped, quotes included */

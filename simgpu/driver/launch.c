@@ -20,6 +20,8 @@ CUresult sg_launch_seq(const sg_name *name, const uint32_t grid[3], const uint32
 	op.type = DM_OP_KERNEL;
 	op.stream = s->sid;
 	op.flags = sg_stream_op_flags(s);
+	if (!strcmp(name->name, SG_HOOK_PROBE))
+		op.flags |= DM_OPF_UNCOUNTED; /* the hook's probe or warm-up: not the service's interference */
 	op.duration_ns = duration_ns;
 	op.tag = (uint64_t)(uintptr_t)name; /* interned: the timeline names kernels by it */
 	memcpy(op.grid, grid, sizeof op.grid);

@@ -118,12 +118,20 @@ func Read(path string) ([]Record, error) {
 	return Parse(f, path)
 }
 
+// HookProbe is the name of the hook's own kernel (hookclient/probe.c: its
+// switch calibration, the pre-switch's warm-up): not a service's work. The
+// figures below leave it out of a process's busy time and runs.
+const HookProbe = "fikit_hook_probe"
+
+// IsHookProbe reports whether r is a segment of the hook's own kernel.
+func (r *Record) IsHookProbe() bool { return r.Name == HookProbe }
+
 // BusyNs sums the device time of pid's segments within [from, to]
-// (pid < 0: every process's).
+// (pid < 0: every process's), the hook's probe left out.
 func BusyNs(recs []Record, pid int, from, to int64) int64 {
 	var busy int64
 	for _, r := range recs {
-		if pid >= 0 && r.PID != pid {
+		if pid >= 0 && r.PID != pid || r.IsHookProbe() {
 			continue
 		}
 		if a, b := max(r.StartNs, from), min(r.EndNs, to); b > a {
@@ -143,7 +151,7 @@ func BlockedPerSpan(recs []Record, pid int, spans []Span) []int64 {
 	out := make([]int64, len(spans))
 	sorted := sort.SliceIsSorted(spans, func(i, j int) bool { return spans[i].From < spans[j].From })
 	for _, r := range recs {
-		if r.PID != pid || r.BlockedNs == 0 {
+		if r.PID != pid || r.BlockedNs == 0 || r.IsHookProbe() {
 			continue
 		}
 		if sorted {

@@ -10,7 +10,12 @@
 #    board gate on and off, and a sparse high-priority service;
 # 3. PyTorch services (random weights) under the hook: alone, default
 #    sharing, fikit with the board, fikit with FIKIT_BOARD=off;
-# 4. hook-bench on the real driver (the hook's cost per launch).
+# 4. hook-bench on the real driver (the hook's cost per launch and per
+#    CUDA-graph or eager request);
+# 5. switch-aware gating (docs/scheduler.md "Switches, bounds and
+#    arrivals"): a CUDA-graph ResNet-50 batch 1 every 8 ms beside BERT-base
+#    batch 16, default sharing, today's gate and all mechanisms together,
+#    and the switch the hooks' probe measured (fikit status gpus[]).
 # Every step has a time limit and the script goes on after a failure; the
 # figures land in OUTDIR (default gpu-out) as results.tgz and check.log
 # (tests/gpu/summary.py tabulates the PyTorch part; docs/bench.md "On a real
@@ -70,6 +75,14 @@ say "4. hook-bench"
 step 150 hook-bench "$B/hook-bench" --json --hook "$B/libfikit_hook.so" --ptx hookclient/test/data/kernels.ptx \
 	--rounds 5 --launches 50000 >"$work/hook-bench.json"
 cat "$work/hook-bench.json"
+
+say "5. switch-aware gating: CUDA-graph HP every 8 ms + BERT-16 LP"
+today=--switch-cost=25us,--switch-aware=false,--hook-bound=false,--holder-ttl-alpha=0,--board-resume=false
+mkdir -p "$work/gating"
+TORCH_HP="--model resnet50 --batch 1 --graph" TORCH_LP="--model bert --batch 16" TORCH_EVERY=8 \
+	step 300 gating tests/gpu/torch.sh "$work/gating" sharing "today:on:$today" fikit:on
+python3 -c 'import json,sys; [print("switch", g) for g in json.load(open(sys.argv[1])).get("gpus") or []]' \
+	"$work/gating/torch-status.json"
 
 say done
 tar -C "$work" -czf "$out/results.tgz" --exclude='timeline.jsonl' .

@@ -58,7 +58,11 @@ func CreateShared(path string, gid int) (*Board, error) {
 			return nil, fmt.Errorf("board: %w", err)
 		}
 	}
-	if err := f.Truncate(FileSize); err != nil {
+	// Every page written now, not left sparse: a page first written
+	// through the mapping on a full file system (a tmpfs data directory)
+	// faults with SIGBUS, in the daemon or in a hook. Here the creation
+	// fails instead, and hooks go by UDP alone.
+	if _, err := f.WriteAt(make([]byte, FileSize), 0); err != nil {
 		os.Remove(tmp)
 		return nil, fmt.Errorf("board: size %s: %w", tmp, err)
 	}
@@ -146,19 +150,87 @@ func (b *Board) SetRegistered(gpu int, mask uint64) {
 	}
 }
 
-// Note writes that priority prio launched at time at on section gpu, as a
-// hook does (the word only moves forward).
-func (b *Board) Note(gpu, prio int, at int64) {
+// Hint is what the daemon tells a GPU's hooks to act on without asking
+// (docs/scheduler.md "Switches, bounds and arrivals"): the better
+// priorities' next predicted run (0 unknown, NoneExpected none) and the
+// latest it is expected, the switch the policy assumes, and whether and
+// which waiting task may resume.
+type Hint struct {
+	NextNs     uint64
+	NextLateNs uint64
+	SwitchNs   uint64
+	Resume     bool
+	ResumeTask uint32
+}
+
+// SetHint writes section gpu's hint.
+func (b *Board) SetHint(gpu int, h Hint) {
+	if b.mem == nil || gpu < 0 || gpu >= GPUs {
+		return
+	}
+	o := headerSize + gpu*gpuStride
+	b.word(o + offNext).Store(h.NextNs)
+	b.word(o + offNextLate).Store(h.NextLateNs)
+	b.word(o + offSwitch).Store(h.SwitchNs)
+	b.word32(o + offResumeTask).Store(h.ResumeTask)
+	var f uint32
+	if h.Resume {
+		f |= FlagResume
+	}
+	b.word32(o + offFlags).Store(f)
+}
+
+// RunEnd writes that priority prio ended a run at time at on section gpu,
+// as a hook does (the word only moves forward), and wakes the threads
+// sleeping on the section's wake word if any sleep there (tests).
+func (b *Board) RunEnd(gpu, prio int, at int64) {
 	if b.mem == nil || gpu < 0 || gpu >= GPUs || prio < 0 || prio >= Levels {
 		return
 	}
-	w := b.word(headerSize + gpu*gpuStride + offLevels + 8*prio)
+	forward(b.word(headerSize+gpu*gpuStride+offRunEnd+8*prio), at)
+	if b.word32(headerSize+gpu*gpuStride+offSleepers).Load() != 0 {
+		b.wake(gpu)
+	}
+}
+
+// Cursor is section gpu's device-time cursor: the predicted end of the
+// bounded tasks' work there, as their hooks keep it (0: none).
+func (b *Board) Cursor(gpu int) int64 {
+	if b.mem == nil || gpu < 0 || gpu >= GPUs {
+		return 0
+	}
+	return int64(b.word(headerSize + gpu*gpuStride + offCursor).Load())
+}
+
+// RunEnds returns the latest run end the hooks wrote for each priority of
+// section gpu (unchecked, as Levels).
+func (b *Board) RunEnds(gpu int) (l [Levels]int64) {
+	if b.mem == nil || gpu < 0 || gpu >= GPUs {
+		return l
+	}
+	for p := range l {
+		l[p] = int64(b.word(headerSize + gpu*gpuStride + offRunEnd + 8*p).Load())
+	}
+	return l
+}
+
+// forward moves w to at if at is later.
+func forward(w *atomic.Uint64, at int64) {
 	for {
 		cur := w.Load()
 		if int64(cur) >= at || w.CompareAndSwap(cur, uint64(at)) {
 			return
 		}
 	}
+}
+
+// Note writes that priority prio launched at time at on section gpu, as a
+// hook does (the word only moves forward).
+func (b *Board) Note(gpu, prio int, at int64) {
+	if b.mem == nil || gpu < 0 || gpu >= GPUs || prio < 0 || prio >= Levels {
+		return
+	}
+	forward(b.word(headerSize+gpu*gpuStride+offLevels+8*prio), at)
 }
 
 // Levels returns the latest launch time the hooks wrote for each priority
@@ -274,10 +346,11 @@ func (b *Board) Waiting(task, seq uint32) bool {
 	return b.word32(o+offSlotTask).Load() == task && b.word32(o+offSlotWait).Load() == seq
 }
 
-// Grant answers request seq of task in its slot — launch, then credit more
-// without asking, within the gate (seen, expires: as the Grant message's) —
-// if a thread waits there for it, and reports whether one did.
-func (b *Board) Grant(task, seq, credit uint32, seen, expires uint64) bool {
+// Grant answers request seq of task (on GPU section gpu) in its slot —
+// launch, then credit more without asking, within the gate (seen, expires:
+// as the Grant message's) — if a thread waits there for it, and reports
+// whether one did.
+func (b *Board) Grant(gpu int, task, seq, credit uint32, seen, expires uint64) bool {
 	if !b.Waiting(task, seq) {
 		return false
 	}
@@ -287,24 +360,38 @@ func (b *Board) Grant(task, seq, credit uint32, seen, expires uint64) bool {
 	b.word(o + offSlotExpires).Store(expires)
 	b.word32(o + offSlotGrant).Store(seq) // last: the hook reads it first
 	b.bump(o)
+	b.wake(gpu)
 	return true
 }
 
-// Hold tells the thread waiting in task's slot for request seq to keep
-// waiting, if one does, and reports whether one did.
-func (b *Board) Hold(task, seq uint32, now int64) bool {
+// Hold tells the thread waiting in task's slot (on GPU section gpu) for
+// request seq to keep waiting, if one does, and reports whether one did.
+func (b *Board) Hold(gpu int, task, seq uint32, now int64) bool {
 	if !b.Waiting(task, seq) {
 		return false
 	}
 	o := slotOff(task)
 	b.word(o + offSlotHold).Store(uint64(now))
 	b.bump(o)
+	b.wake(gpu)
 	return true
 }
 
 // bump moves the slot's generation on and wakes whoever waits on it.
 func (b *Board) bump(o int) {
 	w := b.word32(o + offSlotGen)
+	w.Add(1)
+	futex(w, futexWake, math.MaxInt32, nil)
+}
+
+// wake moves section gpu's wake word on and wakes the threads sleeping on
+// it: a slot's waiter sleeps there, where a better priority's run end can
+// wake it too (board resume).
+func (b *Board) wake(gpu int) {
+	if gpu < 0 || gpu >= GPUs {
+		return
+	}
+	w := b.word32(headerSize + gpu*gpuStride + offWake)
 	w.Add(1)
 	futex(w, futexWake, math.MaxInt32, nil)
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fikit/fikit/store/storetest"
 )
 
 // TestLayout checks the layout's table (from which the hook's structs and
@@ -150,21 +152,21 @@ func TestWaiterSlot(t *testing.T) {
 	if b.Waiting(task, 2) || !b.Waiting(task, 1) {
 		t.Fatal("Waiting")
 	}
-	b.Grant(task, 2, 9, 0, 0) // not the request that waits: ignored
+	b.Grant(0, task, 2, 9, 0, 0) // not the request that waits: ignored
 	done := make(chan [2]uint32)
 	go func() {
 		c, ok := w.Await(task, 1, 5*time.Second)
 		done <- [2]uint32{c, map[bool]uint32{true: 1}[ok]}
 	}()
 	time.Sleep(20 * time.Millisecond)
-	b.Hold(task, 1, 123)
+	b.Hold(0, task, 1, 123)
 	select {
 	case r := <-done:
 		t.Fatalf("a hold ended the wait: %v", r)
 	case <-time.After(20 * time.Millisecond):
 	}
 	start := time.Now()
-	b.Grant(task, 1, 3, 10, 20)
+	b.Grant(0, task, 1, 3, 10, 20)
 	select {
 	case r := <-done:
 		if r != [2]uint32{3, 1} {
@@ -197,5 +199,40 @@ func TestWaiterSlot(t *testing.T) {
 	}
 	if !b.Claim(task + Slots) {
 		t.Error("a released slot cannot be claimed again")
+	}
+}
+
+// A board is made of written pages, not a sparse file: on a file system
+// that fills up (a tmpfs data directory) a page first written through a
+// mapping faulted with SIGBUS, in the daemon (its hints, a slot) or a hook.
+// With too little room the board is not made at all (the daemon then runs
+// by UDP alone); with room, every page is there before anyone maps it.
+func TestCreateOnAFullFileSystem(t *testing.T) {
+	dir := storetest.Tmpfs(t, 1<<20)
+	if _, err := storetest.Fill(dir, FileSize/2); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := Create(filepath.Join(dir, "board")); err == nil {
+		b.Close()
+		t.Fatal("a board was made with half its size free")
+	}
+	dir = storetest.Tmpfs(t, 1<<20)
+	b, err := Create(filepath.Join(dir, "board"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := storetest.Fill(dir, 0); err != nil {
+		t.Fatal(err)
+	}
+	// The last GPU section and the last slot, written into a full file
+	// system: no fault.
+	b.SetHint(GPUs-1, Hint{NextNs: 1, NextLateNs: 4, SwitchNs: 2, Resume: true, ResumeTask: 3})
+	o := headerSize + (GPUs-1)*gpuStride
+	if n, l := b.word(o+offNext).Load(), b.word(o+offNextLate).Load(); n != 1 || l != 4 {
+		t.Errorf("next_ns %d next_late_ns %d, want 1 4", n, l)
+	}
+	if !b.Claim(Slots - 1) {
+		t.Fatal("claim of the last slot")
 	}
 }

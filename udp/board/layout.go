@@ -6,22 +6,33 @@ import "github.com/fikit/fikit/udp"
 // The hook's C structs (hookclient/board_gen.h) and testdata/layout.txt, which
 // the C test reads, are generated from Layout by `go generate ./udp`.
 const (
-	Magic       = 0x31444254494b4946 // "FIKITBD1" little-endian
-	Version     = 1
-	GPUs        = udp.BoardGPUs
-	Levels      = 10
-	headerSize  = 64
-	gpuStride   = 128
-	offMagic    = 0
-	offVersion  = 8
-	offGPUs     = 12
-	offGen      = 16
-	offHeart    = 24
-	offUUID     = 0
-	offLevels   = 16
-	offRegd     = 96
-	FileSize    = 4096
-	layoutBytes = headerSize + GPUs*gpuStride
+	Magic      = 0x31444254494b4946 // "FIKITBD1" little-endian
+	Version    = 2
+	GPUs       = udp.BoardGPUs
+	Levels     = 10
+	headerSize = 64
+	gpuStride  = 256
+	offMagic   = 0
+	offVersion = 8
+	offGPUs    = 12
+	offGen     = 16
+	offHeart   = 24
+	offUUID    = 0
+	offLevels  = 16
+	offRegd    = 96
+	// Version 2 (switch-aware gating, docs/scheduler.md): run ends, the
+	// daemon's hints, and a futex word per GPU.
+	offRunEnd     = 104 // u64 × Levels, hooks: the latest run end of each priority
+	offNext       = 184 // u64, daemon: the better priorities' next predicted run (0 unknown, max none)
+	offSwitch     = 192 // u64, daemon: the switch the policy assumes, ns
+	offResumeTask = 200 // u32, daemon: the task that may resume on the board (0: none)
+	offFlags      = 204 // u32, daemon: FlagResume
+	offWake       = 208 // u32, futex word: bumped at a run end with sleepers, and at a slot answer
+	offSleepers   = 212 // u32, hooks: threads sleeping on wake
+	offNextLate   = 216 // u64, daemon: the latest the next run is expected (next_ns's window)
+	offCursor     = 224 // u64, hooks: the predicted end of the bounded tasks' work on the GPU
+	FileSize      = 8192
+	layoutBytes   = headerSize + GPUs*gpuStride
 	// Waiter slots fill the rest of the file: task t's is t mod Slots.
 	slotsOff       = layoutBytes
 	slotStride     = 64
@@ -35,6 +46,13 @@ const (
 	offSlotExpires = 32 // u64
 	offSlotHold    = 40 // u64, daemon: when the request was last told to wait
 )
+
+// FlagResume is gpu.flags' bit for board-resume: task gpu.resume_task may
+// resume when the better priorities' runs end on the board.
+const FlagResume = 1
+
+// NoneExpected is gpu.next_ns when no better task is expected back.
+const NoneExpected = 1<<64 - 1
 
 // LayoutEntry is a field of the board, or one of its sizes and counts.
 type LayoutEntry struct {
@@ -74,6 +92,15 @@ var Layout = []LayoutEntry{
 	{Name: "gpu.uuid", Offset: offUUID, Size: 16, Elem: 1},
 	{Name: "gpu.level_ns", Offset: offLevels, Size: 8 * Levels, Elem: 8, Atomic: true},
 	word64("gpu.registered", offRegd),
+	{Name: "gpu.run_end_ns", Offset: offRunEnd, Size: 8 * Levels, Elem: 8, Atomic: true},
+	word64("gpu.next_ns", offNext),
+	word64("gpu.switch_ns", offSwitch),
+	word32("gpu.resume_task", offResumeTask),
+	word32("gpu.flags", offFlags),
+	word32("gpu.wake", offWake),
+	word32("gpu.sleepers", offSleepers),
+	word64("gpu.next_late_ns", offNextLate),
+	word64("gpu.cursor_ns", offCursor),
 	constant("slots_offset", slotsOff),
 	constant("slot_stride", slotStride),
 	constant("slots", Slots),
@@ -95,5 +122,5 @@ var LayoutConstants = []struct {
 	Value uint64
 }{
 	{"MAGIC", Magic}, {"VERSION", Version}, {"GPUS", GPUs}, {"LEVELS", Levels}, {"SLOTS", Slots},
-	{"FILE_SIZE", FileSize},
+	{"FILE_SIZE", FileSize}, {"FLAG_RESUME", FlagResume}, {"NONE_EXPECTED", NoneExpected},
 }

@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/fikit/fikit/cmd/internal/harness"
+	"github.com/fikit/fikit/scheduler"
 )
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
@@ -495,6 +498,42 @@ func TestWorkloadPlan(t *testing.T) {
 				t.Errorf("%s: mode %q has no row", w.Name, m)
 			}
 		}
+		// The gate's ablations, side by side in the same run, each once.
+		for _, m := range ablationModes {
+			if n := slices.Index(w.Modes, m); n < 0 || slices.Index(w.Modes[n+1:], m) >= 0 {
+				t.Errorf("%s: ablation %q not run once (%v)", w.Name, m, w.Modes)
+			}
+		}
+	}
+	if len(ablationModes) != len(scheduler.Variants) || !slices.Contains(ablationModes, ModeFikit) {
+		t.Errorf("ablation modes %v for %d variants", ablationModes, len(scheduler.Variants))
+	}
+}
+
+// The ablation table has a row per ablation run, the LP's throughput
+// against alone and default sharing.
+func TestAblationTable(t *testing.T) {
+	in := &harness.Interference{P99Pct: 12, Runs: 3}
+	sc := Scenario{Section: SecWorkloads, Name: "w", Modes: []ModeResult{
+		{Mode: ModeExclusive, HP: JCT{Runs: 10, P50: 1e6, P99: 1.1e6}, LP: JCT{Runs: 10, Rate: 100}},
+		{Mode: ModeSharing, HP: JCT{Runs: 10, P50: 2e6, P99: 3e6}, LP: JCT{Runs: 10, Rate: 80}},
+		{Mode: ModeFikit, HP: JCT{Runs: 10, P50: 1.1e6, P99: 1.2e6}, LP: JCT{Runs: 10, Rate: 64}, HPInterference: in},
+		{Mode: ablationMode("today"), HP: JCT{Runs: 10, P50: 1.2e6, P99: 1.8e6}, LP: JCT{Runs: 10, Rate: 40}},
+	}}
+	sc.Derived = Derive(&sc)
+	var b strings.Builder
+	ablationTable(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) }, []Scenario{sc})
+	out := b.String()
+	for _, want := range []string{
+		"| w | fikit, today's gate | 1.20× | 1.80× | 1.64× | – | 40 % | 50 % | – |",
+		"| w | fikit, all together (the defaults) | 1.10× | 1.20× | 1.09× | 12 % | 64 % | 80 % | – |",
+	} {
+		if !strings.Contains(out, want) || strings.Contains(out, "MISSING") {
+			t.Errorf("no row %q in\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "today's gate |") > strings.Index(out, "| fikit, all together") {
+		t.Errorf("rows out of the variants' order:\n%s", out)
 	}
 }
 
@@ -514,8 +553,8 @@ func TestModeRows(t *testing.T) {
 		}
 	}
 	r := &runner{siblings: map[string]*harness.Daemon{}}
-	if _, err := r.pairModes(context.Background(), nil, svc{}, svc{}, 1, "t", []string{"fikit_pre_switch"}); err == nil ||
-		!strings.Contains(err.Error(), "fikit_pre_switch") {
+	if _, err := r.pairModes(context.Background(), nil, svc{}, svc{}, 1, "t", []string{"fikit_no_such_mode"}); err == nil ||
+		!strings.Contains(err.Error(), "fikit_no_such_mode") {
 		t.Errorf("an unknown mode: %v", err)
 	}
 	if modeName(ModeFikitUDP) != "fikit, FIKIT_BOARD=off" || modeName("x") != "x" {

@@ -95,6 +95,8 @@ func (r *runner) hookBench(ctx context.Context) (*HookBench, error) {
 		return nil, fmt.Errorf("hook-bench output: %w", err)
 	}
 	hb.HolderAddedNs = hb.HolderNs - hb.NoHookNs
+	hb.GraphAddedNs, hb.BoardGraphAdd = hb.HolderGraphNs-hb.NoHookGraphNs, hb.BoardGraphNs-hb.NoHookGraphNs
+	hb.EagerAddedNs, hb.BoardEagerAdd = hb.HolderEagerNs-hb.NoHookEagerNs, hb.BoardEagerNs-hb.NoHookEagerNs
 	return &hb, nil
 }
 

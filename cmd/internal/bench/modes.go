@@ -34,6 +34,7 @@ var modeSpecs = []modeSpec{
 	{Name: ModeFikit, Title: "fikit", Hooked: true},
 	{Name: ModeFikitUDP, Title: "fikit, FIKIT_BOARD=off", Hooked: true, Env: []string{"FIKIT_BOARD=off"}},
 	{Name: ModeFikitCPU, Title: "control (LP on another device)", Hooked: true, LPOtherDevice: true},
+	{Name: ModeFikitPreSwitch, Title: "fikit + pre-switch (gain by construction on simgpu)", Hooked: true, Scheduler: preSwitchOn},
 }
 
 // The usual mode lists: default sharing, fikit with the board and without
@@ -42,6 +43,32 @@ var (
 	colocModes   = []string{ModeSharing, ModeFikit, ModeFikitUDP}
 	controlModes = append(append([]string(nil), colocModes...), ModeFikitCPU)
 )
+
+// ablationModes are the gate's ablations (scheduler.Variants) as mode rows,
+// in the variants' order: fikit under a daemon with the variant's settings.
+// The variant "all" is the defaults, ModeFikit itself, and not run twice.
+var ablationModes = func() []string {
+	var names []string
+	for _, v := range scheduler.Variants {
+		if v.Name == scheduler.VariantAll {
+			names = append(names, ModeFikit)
+			continue
+		}
+		modeSpecs = append(modeSpecs, modeSpec{Name: ablationMode(v.Name), Title: "fikit, " + v.Title, Hooked: true,
+			Scheduler: func(c *scheduler.Config) {
+				// The variants' settings are checked by the scheduler's
+				// tests: an error here is a bug there.
+				if err := v.Apply(c); err != nil {
+					panic(err)
+				}
+			}})
+		names = append(names, ablationMode(v.Name))
+	}
+	return names
+}()
+
+// ablationMode is the mode name of variant v.
+func ablationMode(v string) string { return "fikit_" + v }
 
 // modeByName is the row of a mode; false if there is none.
 func modeByName(name string) (modeSpec, bool) {

@@ -112,6 +112,8 @@ func WriteReport(w io.Writer, res *Results) error {
 			"of that mean beside a BERT-base batch 16 LP, the H200's pair (docs/bench.md \"On a real GPU\"), and an eager, "+
 			"launch-bound ResNet-50 batch 1 HP every 10 ms beside a ResNet-50 training job (forward, backward, optimizer "+
 			"step, a synchronisation per step). The simulator's prediction of each is in `results.json` (`sim`).")
+	ablationTable(p, sections(res, SecWorkloads))
+	preSwitchSection(p, res)
 	ratioSection(p, res)
 	microSection(p, res)
 	sensitivitySection(p, res)
@@ -271,6 +273,10 @@ func microSection(p printer, res *Results) {
 		p("| %.0f ns | %.0f ns | %.0f ns | %.0f ns | %.0f ns | **%+.0f ns** |\n\n", h.NoHookNs, h.DisabledNs, h.PassNs, h.HolderNs, h.ProfilingNs, h.HolderAddedNs)
 		p("Sender notify latency (launch → datagram at the scheduler's socket, a launch every 10 µs): p50 %s, p99 %s; sender thread CPU %.1f %% active, %.1f %% idle.\n\n",
 			us(int64(h.NotifyP50Ns)), us(int64(h.NotifyP99Ns)), h.SenderActive, h.SenderIdle)
+		if h.NoHookGraphNs > 0 {
+			p("**Hook cost per request** (medians; a request ends with a stream synchronization, its run end): CUDA-graph request (one graph launch) %s without the hook, holder %+.0f ns, holder waking a lower priority on the board at each run end %+.0f ns; eager request (20 launches) %s, holder %+.0f ns, waking %+.0f ns.\n\n",
+				us(int64(h.NoHookGraphNs)), h.GraphAddedNs, h.BoardGraphAdd, us(int64(h.NoHookEagerNs)), h.EagerAddedNs, h.BoardEagerAdd)
+		}
 	} else {
 		p("Hook cost: not measured (%s).\n\n", oneLine(mi.HookError))
 	}

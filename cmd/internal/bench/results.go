@@ -304,6 +304,21 @@ type HookBench struct {
 	SenderIdle   float64 `json:"sender_cpu_idle_pct"`
 	// HolderAddedNs = HolderNs − NoHookNs (p7).
 	HolderAddedNs float64 `json:"holder_added_ns"`
+	// Per request (median): a CUDA-graph request (one graph launch and a
+	// synchronization, its run end) and an eager one (20 launches and
+	// the synchronization), without the hook, as a holder, and as a holder
+	// whose run ends wake a lower priority sleeping on the board (the
+	// worst case: a futex wake per request).
+	NoHookGraphNs float64 `json:"nohook_graph_request_ns"`
+	HolderGraphNs float64 `json:"holder_graph_request_ns"`
+	BoardGraphNs  float64 `json:"board_graph_request_ns"`
+	NoHookEagerNs float64 `json:"nohook_eager_request_ns"`
+	HolderEagerNs float64 `json:"holder_eager_request_ns"`
+	BoardEagerNs  float64 `json:"board_eager_request_ns"`
+	GraphAddedNs  float64 `json:"graph_request_added_ns"`
+	BoardGraphAdd float64 `json:"board_graph_request_added_ns"`
+	EagerAddedNs  float64 `json:"eager_request_added_ns"`
+	BoardEagerAdd float64 `json:"board_eager_request_added_ns"`
 }
 
 // GrantRTT compares a LaunchRequest→Grant round trip against the in-process

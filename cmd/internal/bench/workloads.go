@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fikit/fikit/cmd/internal/harness"
@@ -39,10 +40,19 @@ func workloadPlan(hpRuns int) []workload {
 	train := svc{Trace: "scenario/train_resnet50_b16", Key: "bench/lp/scenario/train_resnet50_b16", Prio: lpPrio, CPUNs: -1}
 	poisson := graph(hpRuns)
 	poisson.Every, poisson.Poisson, poisson.Seed = 0, poissonRate(graphEvery), 1
+	// Each runs the gate's ablations too, side by side (ablationTable).
+	// (ModeFikit, all of them together, is one of colocModes already).
+	modes := slices.Clone(colocModes)
+	for _, m := range ablationModes {
+		if !slices.Contains(modes, m) {
+			modes = append(modes, m)
+		}
+	}
+	modes = append(modes, ModeFikitPreSwitch) // fikit with the pre-switch (preswitch.go)
 	return []workload{
-		{Name: "CUDA-graph ResNet-50 b1 (H) + BERT-base b16 (L)", HP: graph(hpRuns), LP: bert, Modes: colocModes},
-		{Name: "eager ResNet-50 b1 (H) + ResNet-50 b16 training (L)", HP: eager, LP: train, Modes: colocModes},
-		{Name: "CUDA-graph ResNet-50 b1, Poisson (H) + BERT-base b16 (L)", HP: poisson, LP: bert, Modes: colocModes},
+		{Name: "CUDA-graph ResNet-50 b1 (H) + BERT-base b16 (L)", HP: graph(hpRuns), LP: bert, Modes: modes},
+		{Name: "eager ResNet-50 b1 (H) + ResNet-50 b16 training (L)", HP: eager, LP: train, Modes: modes},
+		{Name: "CUDA-graph ResNet-50 b1, Poisson (H) + BERT-base b16 (L)", HP: poisson, LP: bert, Modes: modes},
 	}
 }
 

@@ -35,6 +35,7 @@ type Status struct {
 	Listen    string           `json:"listen"`
 	UptimeNs  int64            `json:"uptime_ns"`
 	Tasks     []TaskStatus     `json:"tasks"`
+	GPUs      []GPUStatus      `json:"gpus"`
 	Stats     scheduler.Stats  `json:"stats"`
 	Scheduler scheduler.Config `json:"scheduler"`
 	// Tenants is the GPU time accounted to each tenant (the user owning a
@@ -75,6 +76,26 @@ type TaskStatus struct {
 	Throttled     bool   `json:"throttled"`
 	VirtualTimeNs int64  `json:"virtual_time_ns"`
 	GPUTime
+	// How its runs arrive (docs/scheduler.md "Arrivals"): the class, the
+	// mean interval between run starts and its CV, and the holder TTL
+	// they give.
+	Arrivals       string  `json:"arrivals"`
+	ArrivalEveryNs int64   `json:"arrival_interval_ns"`
+	ArrivalCV      float64 `json:"arrival_cv"`
+	HolderTTLNs    int64   `json:"holder_ttl_ns"`
+	// PreSwitchOff: its pre-switches were turned off for a low hit rate.
+	PreSwitchOff bool `json:"pre_switch_off"`
+}
+
+// GPUStatus is one GPU in Status: its context switch as the policy prices
+// it (docs/scheduler.md "The switch, measured").
+type GPUStatus struct {
+	GPU            string `json:"gpu"`
+	SwitchCostNs   int64  `json:"switch_cost_ns"`
+	SwitchMeasured bool   `json:"switch_measured"`
+	MPS            bool   `json:"mps"`
+	SwitchSamples  int    `json:"switch_samples"`
+	SwitchLastNs   int64  `json:"switch_last_ns"`
 }
 
 // adminIdleTimeout closes an admin connection idle between requests: a
@@ -164,16 +185,29 @@ func (a *adminServer) close() {
 func (s *Server) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Status{Listen: s.Addr().String(), UptimeNs: s.now() - s.start, Tasks: []TaskStatus{},
+	st := Status{Listen: s.Addr().String(), UptimeNs: s.now() - s.start, Tasks: []TaskStatus{}, GPUs: []GPUStatus{},
 		Stats: s.core.Stats(), Scheduler: s.core.Config()}
+	arr := map[scheduler.TaskID]scheduler.ArrivalInfo{}
+	for _, a := range s.core.Arrivals() {
+		arr[a.Task] = a
+	}
+	preOff := map[scheduler.TaskID]bool{}
+	for _, p := range s.core.PreSwitches() {
+		preOff[p.Task] = p.Off
+	}
 	for _, t := range s.core.Tasks() {
-		a := t.Account
+		a, acc := arr[t.ID], t.Account
 		st.Tasks = append(st.Tasks, TaskStatus{ID: uint32(t.ID), Key: t.Key, PID: t.PID, Priority: t.Priority,
 			GPU: t.GPU, Model: t.Model, Role: t.Role.String(), Phase: t.Phase.String(), Credit: t.Credit,
 			Runs: t.Runs, Waiting: t.Waiting, JCTNs: t.JCTNs, Verified: s.tasks[t.ID] != nil && s.tasks[t.ID].proven,
 			ProfileVersion: t.ProfileVersion, Refreshing: t.Refreshing,
-			Tenant: a.Owner, Weight: t.Weight, Throttled: t.Throttled, VirtualTimeNs: t.VirtualNs,
-			GPUTime: GPUTime{UsedNs: a.UsedNs, MeasuredNs: a.MeasuredNs, GrantedNs: a.GrantedNs}})
+			Tenant: acc.Owner, Weight: t.Weight, Throttled: t.Throttled, VirtualTimeNs: t.VirtualNs,
+			GPUTime:  GPUTime{UsedNs: acc.UsedNs, MeasuredNs: acc.MeasuredNs, GrantedNs: acc.GrantedNs},
+			Arrivals: string(a.Class), ArrivalEveryNs: a.IntervalNs, ArrivalCV: a.CV, HolderTTLNs: a.TTLNs, PreSwitchOff: preOff[t.ID]})
+	}
+	for _, g := range s.core.Switches() {
+		st.GPUs = append(st.GPUs, GPUStatus{GPU: g.GPU, SwitchCostNs: g.CostNs, SwitchMeasured: g.Measured, MPS: g.MPS,
+			SwitchSamples: g.Samples, SwitchLastNs: g.LastNs})
 	}
 	st.Tenants = tenants(s.usage())
 	return st

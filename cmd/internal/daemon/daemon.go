@@ -99,7 +99,9 @@ type Server struct {
 	auth       *udp.Authenticator // nil: no key; datagrams from other hosts are believed (--insecure)
 	uid        uint32             // the daemon's user
 	registered [board.GPUs]uint64 // what the board says is registered (publishRegistered)
-	acct       accounts           // GPU time of the tasks gone (accounts.go)
+	hinted     [board.GPUs]board.Hint
+	hints      []scheduler.BoardHint // reused
+	acct       accounts              // GPU time of the tasks gone (accounts.go)
 	// flushes are hooks' Flush requests not answered yet (flush.go).
 	flushes []flushReq
 }

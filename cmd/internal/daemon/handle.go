@@ -143,6 +143,10 @@ func (s *Server) handle(b []byte, src netip.AddrPort) {
 		s.flushRequested(m, src, now)
 	case *udp.Heartbeat:
 		s.step(scheduler.Heartbeat{Now: now, Task: scheduler.TaskID(m.TaskID)}, src)
+	case *udp.Calibration:
+		s.step(scheduler.SwitchCalibrated{Now: now, Task: scheduler.TaskID(m.TaskID), Seq: m.Seq,
+			HostNs: int64(min(m.HostNS, uint64(1)<<62)), DeviceNs: int64(min(m.DeviceNS, uint64(1)<<62)),
+			MPS: m.Flags&udp.CalibrationMPS != 0, Failed: m.Flags&udp.CalibrationFailed != 0}, src)
 	case *udp.Goodbye:
 		id := scheduler.TaskID(m.TaskID)
 		if s.step(scheduler.TaskLeft{Now: now, Task: id}, src) {
@@ -194,6 +198,8 @@ func (s *Server) step(ev scheduler.Event, src netip.AddrPort) bool {
 		case scheduler.MeasurementsReceived:
 			id = uint32(e.Task)
 		case scheduler.KernelInfoReceived:
+			id = uint32(e.Task)
+		case scheduler.SwitchCalibrated:
 			id = uint32(e.Task)
 		case scheduler.TaskLeft, scheduler.TaskWatched:
 			return false // already gone: nothing to say
@@ -375,7 +381,7 @@ func (s *Server) flush() {
 		}
 		delete(ta.reqs, g.Seq)
 		gate := s.wireGate(ta, g.Gate)
-		if ta.slot && s.board.Grant(uint32(g.Task), g.Seq, g.Credit, gate.SeenNS, gate.ExpiresNS) {
+		if ta.slot && s.board.Grant(ta.boardGPU, uint32(g.Task), g.Seq, g.Credit, gate.SeenNS, gate.ExpiresNS) {
 			// The hook's thread waited in its slot: answered there, with a
 			// futex wake instead of a datagram.
 			s.met.boardAnswers.Inc()
@@ -386,7 +392,7 @@ func (s *Server) flush() {
 	for _, h := range r.Holds {
 		if ta := s.tasks[h.Task]; ta != nil {
 			if dst, ok := ta.reqs[h.Seq]; ok {
-				if ta.slot && s.board.Hold(uint32(h.Task), h.Seq, s.now()) {
+				if ta.slot && s.board.Hold(ta.boardGPU, uint32(h.Task), h.Seq, s.now()) {
 					s.met.boardAnswers.Inc()
 					continue
 				}
@@ -406,6 +412,19 @@ func (s *Server) flush() {
 		s.log.Info("profile drift: profiling again without holding others", "task", d.Task, "key", d.Key, "kind", d.Kind,
 			"version", d.Version, "why", d.Reason)
 	}
+	for _, c := range r.Calibrations {
+		if ta := s.tasks[c.Task]; ta != nil {
+			s.send(ta.ctrl, &udp.Calibrate{TaskID: uint32(c.Task), Seq: c.Seq, ProbeNS: uint32(c.ProbeNs)})
+		}
+	}
+	for _, w := range r.Warmups {
+		if ta := s.tasks[w.Task]; ta != nil {
+			s.send(ta.ctrl, &udp.Warm{TaskID: uint32(w.Task), Seq: w.Seq, ProbeNS: uint32(w.ProbeNs)})
+		}
+	}
+	for _, kt := range r.KernelTimes {
+		s.sendKernelTimes(kt)
+	}
 	s.answerFlushes()
 	s.closeAccounts(r.Accounts)
 	for _, id := range r.Dropped {
@@ -420,6 +439,7 @@ func (s *Server) flush() {
 		s.removeTask(id)
 	}
 	s.publishRegistered()
+	s.publishHints()
 	s.armDeadline(r.Deadline)
 }
 

@@ -120,6 +120,23 @@ func newMetrics(s *Server) *metrics {
 			persisted(func(st persistStats) float64 { return float64(st.pending) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_profiles_unsaved_dropped_total", Help: "Superseded profile versions dropped while the store refused writes."},
 			persisted(func(st persistStats) float64 { return float64(st.dropped) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_switch_calibrations_total", Help: "Switch calibrations asked of hooks (--switch-cost auto)."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.Calibrations) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_switch_calibrations_answered_total", Help: "Switch calibrations hooks answered."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.CalibrationsAnswered) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_board_resumes_total", Help: "Queued launches that went on the board's word, the better priorities between runs (--board-resume)."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.BoardResumes) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_pre_switches_total", Help: "Warm-ups asked of holders' hooks ahead of a predicted request (--pre-switch)."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.PreSwitches) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_pre_switch_hits_total", Help: "Holder runs that started after their warm-up, within the guard (--pre-switch)."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.PreSwitchHits) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_pre_switch_early_total", Help: "Holder runs that started before their warm-up was asked (--pre-switch)."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.PreSwitchEarly) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_pre_switch_misses_total", Help: "Pre-switch guards that ended without the holder (--pre-switch)."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.PreSwitchMisses) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_pre_switch_off_total", Help: "Tasks whose pre-switches were turned off for a low hit rate (--pre-switch)."},
+			stat(func(st scheduler.Stats) float64 { return float64(st.PreSwitchOff) })),
+		switchCost{s},
 		// What the daemon holds per task or per client, for leak hunting
 		// (`make soak` watches them stay flat while services come and go).
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fikit_board_slots_in_use", Help: "Board waiter slots owned by a task."},
@@ -181,3 +198,22 @@ func locked(s *Server, f func() float64) func() float64 {
 
 // Metrics returns the daemon's Prometheus registry.
 func (s *Server) Metrics() *prometheus.Registry { return s.met.reg }
+
+// switchCost is the switch each GPU's policy assumes, a gauge per GPU.
+type switchCost struct{ s *Server }
+
+var switchCostDesc = prometheus.NewDesc("fikit_switch_cost_seconds",
+	"The context switch the policy assumes on each GPU: measured (--switch-cost auto), the prior until then, or the setting.",
+	[]string{"gpu", "measured"}, nil)
+
+func (c switchCost) Describe(ch chan<- *prometheus.Desc) { ch <- switchCostDesc }
+
+func (c switchCost) Collect(ch chan<- prometheus.Metric) {
+	c.s.mu.Lock()
+	sw := c.s.core.Switches()
+	c.s.mu.Unlock()
+	for _, g := range sw {
+		ch <- prometheus.MustNewConstMetric(switchCostDesc, prometheus.GaugeValue, float64(g.CostNs)/1e9, g.GPU,
+			map[bool]string{true: "true", false: "false"}[g.Measured])
+	}
+}

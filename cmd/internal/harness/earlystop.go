@@ -43,7 +43,7 @@ func EarlyStopOf(recs []timeline.Record, runs []Run, hpPid, lpPid int) (stops []
 	var lp, hp []int64 // arrivals, first segment of each kernel
 	for _, r := range recs {
 		switch {
-		case r.Seg != 0:
+		case r.Seg != 0 || r.IsHookProbe():
 		case r.PID == lpPid:
 			lp = append(lp, r.ArriveNs)
 		case r.PID == hpPid:

@@ -118,8 +118,15 @@ func Open(lib string) (*Probe, error) {
 	return p, nil
 }
 
+// HookThread is the name of the hook's sender thread (hookclient/
+// sender.c), the only thread that launches the hook's own kernel (its probe,
+// hookclient/probe.c): launches from it are not the service's and are not
+// counted.
+const HookThread = "fikit-sender"
+
 // countProgram is, in C:
 //
+//	if (current thread's comm == HookThread) return 0
 //	key = {tgid, symbol}; v = lookup(&key)
 //	if (!v) { new = {1, comm}; if (!update(&key, &new, BPF_NOEXIST)) return 0; v = lookup(&key) }
 //	if (v) atomic v->calls += 1
@@ -127,6 +134,9 @@ func Open(lib string) (*Probe, error) {
 // The second lookup covers two threads of one process racing to create the entry.
 func countProgram(mapFD int, symbol int64) asm.Instructions {
 	const key, value = -8, -8 - valueSize
+	const comm = value - commLen // the current thread's name, to compare
+	var name [commLen]byte
+	copy(name[:], HookThread)
 	lookup := func() asm.Instructions {
 		return asm.Instructions{
 			asm.LoadMapPtr(asm.R1, mapFD),
@@ -136,7 +146,19 @@ func countProgram(mapFD int, symbol int64) asm.Instructions {
 		}
 	}
 	insns := asm.Instructions{
-		asm.FnGetCurrentPidTgid.Call(),
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, comm),
+		asm.Mov.Imm(asm.R2, commLen),
+		asm.FnGetCurrentComm.Call(),
+		asm.LoadMem(asm.R1, asm.RFP, comm, asm.DWord),
+		asm.LoadImm(asm.R2, int64(binary.NativeEndian.Uint64(name[:8])), asm.DWord),
+		asm.JNE.Reg(asm.R1, asm.R2, "count"),
+		asm.LoadMem(asm.R1, asm.RFP, comm+8, asm.DWord),
+		asm.LoadImm(asm.R2, int64(binary.NativeEndian.Uint64(name[8:])), asm.DWord),
+		asm.JNE.Reg(asm.R1, asm.R2, "count"),
+		asm.Mov.Imm(asm.R0, 0),
+		asm.Return(),
+		asm.FnGetCurrentPidTgid.Call().WithSymbol("count"),
 		asm.RSh.Imm(asm.R0, 32),
 		asm.StoreMem(asm.RFP, key, asm.R0, asm.Word),
 		asm.StoreImm(asm.RFP, key+4, symbol, asm.Word),

@@ -88,6 +88,7 @@ var valueEnums = []struct {
 	{"RunEnd unmeasured", []cValue{{"FK_UNMEASURED_STALLED", uint64(udp.UnmeasuredStalled)},
 		{"FK_UNMEASURED_UNCERTAIN", uint64(udp.UnmeasuredUncertain)}, {"FK_UNMEASURED_NO_EVENTS", uint64(udp.UnmeasuredNoEvents)},
 		{"FK_UNMEASURED_STOPPED", uint64(udp.UnmeasuredStopped)}}},
+	{"Calibration flags", []cValue{{"FK_CALIB_MPS", uint64(udp.CalibrationMPS)}, {"FK_CALIB_FAILED", uint64(udp.CalibrationFailed)}}},
 	{"Error codes", []cValue{{"FK_ERR_UNKNOWN_TASK", uint64(udp.CodeUnknownTask)}, {"FK_ERR_VERSION", uint64(udp.CodeUnsupportedVersion)},
 		{"FK_ERR_MALFORMED", uint64(udp.CodeMalformed)}, {"FK_ERR_INVALID", uint64(udp.CodeInvalidValue)},
 		{"FK_ERR_OVERLOADED", uint64(udp.CodeOverloaded)}}},
@@ -99,10 +100,15 @@ type cValue struct {
 }
 
 // The C types of the element structs of array fields.
-var elemType = map[udp.FieldKind]string{udp.KindRecords: "fk_meas_rec", udp.KindLaunches: "fk_launch"}
+var elemType = map[udp.FieldKind]string{udp.KindRecords: "fk_meas_rec", udp.KindLaunches: "fk_launch",
+	udp.KindKernelTimes: "fk_kernel_time"}
+
+// isArray: the kind is an array of elements (elemType).
+func isArray(k udp.FieldKind) bool { _, ok := elemType[k]; return ok }
 
 var kindName = map[udp.FieldKind]string{udp.KindUint: "FK_K_UINT", udp.KindStr: "FK_K_STR", udp.KindBin16: "FK_K_BIN16",
-	udp.KindTriple: "FK_K_TRIPLE", udp.KindRecords: "FK_K_RECORDS", udp.KindLaunches: "FK_K_LAUNCHES"}
+	udp.KindTriple: "FK_K_TRIPLE", udp.KindRecords: "FK_K_RECORDS", udp.KindLaunches: "FK_K_LAUNCHES",
+	udp.KindKernelTimes: "FK_K_KERNEL_TIMES"}
 
 // uintBytes is the size of the C member that holds a value up to hi.
 func uintBytes(hi uint64) int {
@@ -151,8 +157,15 @@ func members(schema []udp.MessageSpec, dir udp.Direction) ([]*member, error) {
 
 func cUint(bytes int) string { return fmt.Sprintf("uint%d_t", 8*bytes) }
 
-func writeMembers(b *bytes.Buffer, ms []*member) {
+// writeMembers writes the members of a direction's struct. An array the hook
+// sends is its elements' structs; one it receives is the datagram's bytes
+// of its elements, checked by the decoder and read with fk_decode_elems.
+func writeMembers(b *bytes.Buffer, ms []*member, in bool) {
 	for _, m := range ms {
+		if in && isArray(m.kind) {
+			fmt.Fprintf(b, "\tconst uint8_t *%s; /* its elements in the datagram: fk_decode_elems */\n\tsize_t %s_n;\n", m.name, m.name)
+			continue
+		}
 		switch m.kind {
 		case udp.KindUint:
 			fmt.Fprintf(b, "\t%s %s;\n", cUint(m.bytes), m.name)
@@ -162,7 +175,7 @@ func writeMembers(b *bytes.Buffer, ms []*member) {
 			fmt.Fprintf(b, "\tuint8_t %s[16];\n", m.name)
 		case udp.KindTriple:
 			fmt.Fprintf(b, "\tuint32_t %s[3];\n", m.name)
-		case udp.KindRecords, udp.KindLaunches:
+		case udp.KindRecords, udp.KindLaunches, udp.KindKernelTimes:
 			fmt.Fprintf(b, "\tconst %s *%s;\n\tsize_t %s_n;\n", elemType[m.kind], m.name, m.name)
 		}
 	}
@@ -190,7 +203,7 @@ func fieldInit(f udp.FieldSpec, st string, ms map[string]*member) string {
 		p = append(p, fmt.Sprintf(".size = %d", bytes), ".lo = "+hexU64(f.Lo), ".hi = "+hexU64(f.Hi))
 	case udp.KindStr:
 		p = append(p, fmt.Sprintf(".len_off = offsetof(%s, %s_len)", st, f.Name))
-	case udp.KindRecords, udp.KindLaunches:
+	case udp.KindRecords, udp.KindLaunches, udp.KindKernelTimes:
 		et := elemType[f.Kind]
 		p = append(p, fmt.Sprintf(".len_off = offsetof(%s, %s_n)", st, f.Name),
 			fmt.Sprintf(".elems = fk_wire_%s_fields", strings.TrimPrefix(et, "fk_")),
@@ -208,9 +221,15 @@ func wireHeader(schema []udp.MessageSpec) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, m := range in {
-		if m.kind == udp.KindRecords || m.kind == udp.KindLaunches {
-			return nil, fmt.Errorf("daemon → hook field %s is an array of elements, which hookclient/wire.c does not decode: teach it first", m.name)
+	for _, m := range schema {
+		n := 0
+		for _, f := range m.Fields {
+			if isArray(f.Kind) {
+				n++
+			}
+		}
+		if m.Dir == udp.ToHook && n > 1 {
+			return nil, fmt.Errorf("daemon → hook message %s has %d arrays: fk_decode_elems reads a message's one array", m.Name, n)
 		}
 	}
 	outBy, inBy := map[string]*member{}, map[string]*member{}
@@ -274,14 +293,14 @@ func wireHeader(schema []udp.MessageSpec) ([]byte, error) {
 	}
 
 	b.WriteString("\n/* A message the hook sends (hook → daemon): its type and the fields of\n * every such type, by name. An encoder reads the fields of its type. */\ntypedef struct fk_msg_out {\n\tint type;\n")
-	writeMembers(&b, out)
+	writeMembers(&b, out, false)
 	b.WriteString("} fk_msg_out;\n\n/* A message the hook receives (daemon → hook), decoded: its type and the\n * fields of every such type; strings point into the datagram. An optional\n * field that is absent reads as zero. */\ntypedef struct fk_msg_in {\n\tint type;\n")
-	writeMembers(&b, in)
+	writeMembers(&b, in, true)
 	b.WriteString(`} fk_msg_in;
 
 /* The table: each type's fields in wire order, as members of fk_msg_out
  * (hook → daemon) or fk_msg_in (daemon → hook). */
-enum fk_wire_kind { FK_K_UINT, FK_K_STR, FK_K_BIN16, FK_K_TRIPLE, FK_K_RECORDS, FK_K_LAUNCHES };
+enum fk_wire_kind { FK_K_UINT, FK_K_STR, FK_K_BIN16, FK_K_TRIPLE, FK_K_RECORDS, FK_K_LAUNCHES, FK_K_KERNEL_TIMES };
 enum { FK_DIR_TO_DAEMON = 1, FK_DIR_TO_HOOK = 2 };
 
 typedef struct fk_wire_field {
@@ -431,8 +450,11 @@ func layoutText() []byte {
 	for _, e := range board.Layout {
 		fmt.Fprintf(&b, "%s %d %d\n", e.Name, e.Offset, e.Size)
 	}
-	b.WriteString(`# magic is the bytes "FIKITBD1"; version 1; gpus 16; level p of GPU section i at 64 + 128 i + 16 + 8 p;
+	b.WriteString(`# magic is the bytes "FIKITBD1"; version 2; gpus 16; level p of GPU section i at 64 + 256 i + 16 + 8 p;
 # registered: bit p set while a task of priority p is registered on the GPU (written by the daemon);
+# run_end_ns p: the latest run end of priority p (hooks); next_ns, next_late_ns, switch_ns, resume_task,
+# flags: the daemon's hints (udp/board/board.go Hint); wake: futex word of the GPU's sleeping waiters;
+# cursor_ns: the predicted end of the bounded tasks' work on the GPU (hooks, docs/scheduler.md);
 # task t's waiter slot is slot t mod slots, at slots_offset + slot_stride (t mod slots): task, gen,
 # grant_seq, credit, seen_ns, expires_ns, hold_ns written by the daemon, wait_seq by the hook; gen is
 # the futex word (udp/board/board.go)
@@ -500,7 +522,7 @@ func boardHeader() ([]byte, error) {
 
 `)
 	for _, c := range board.LayoutConstants {
-		if c.Name == "MAGIC" {
+		if c.Value > math.MaxInt32 {
 			fmt.Fprintf(&b, "#define FK_BOARD_%s %#xull\n", c.Name, c.Value)
 		} else {
 			fmt.Fprintf(&b, "#define FK_BOARD_%s %d\n", c.Name, c.Value)
