@@ -33,32 +33,9 @@ func TestSwitchAwareGating(t *testing.T) {
 	env := simgpuEnv(t, shm, "FIKIT_SIMGPU_TIMELINE="+tl, "FIKIT_SIMGPU_SWITCH_US=140")
 	hp := replaySpec{trace: hpTrace, cpuNs: 12000, prio: 0, key: hpKey, sched: d.addr, warmup: 3}
 	lp := replaySpec{trace: lpTrace, cpuNs: 5000, prio: 5, key: lpKey, sched: d.addr}
-	for _, s := range []replaySpec{hp, lp} {
-		s.runs, s.warmup = 23, 0
-		profileFully(t, d, env, s)
-	}
-
-	l := lp
-	l.hooked, l.runs = true, 1000000
-	lcmd, largs := l.command(t)
-	lproc := startCmd(t, env, lcmd, largs...)
-	if !lproc.waitOutput(`{"run"`, 1, 60*time.Second) {
-		t.Fatalf("the low-priority service did not get going: %s", lproc.KillGroup())
-	}
-	h := hp
-	h.hooked, h.runs, h.interval = true, hpRuns, hpInterval
-	hcmd, hargs := h.command(t)
-	hproc := startCmd(t, env, hcmd, hargs...)
 	// The status while both run (the high-priority task leaves when done).
-	if !hproc.waitOutput(`{"run"`, hpRuns*2/3, 2*time.Minute) {
-		t.Fatalf("the high-priority service did not get going: %s", hproc.KillGroup())
-	}
-	st := gatingStatus(t, d)
-	hr := hproc.Wait(2 * time.Minute)
-	lproc.KillGroup()
-	if hr.ExitCode != 0 {
-		t.Fatalf("high-priority replay: %s", hr)
-	}
+	var st gatingStatusJSON
+	hr := periodicPair(t, d, env, hp, lp, hpRuns, hpInterval, func() { st = gatingStatus(t, d) })
 	runs := parseRuns(t, hr.Stdout)
 	hpPid := summaryPid(t, hr.Stdout)
 

@@ -28,31 +28,9 @@ func TestPreSwitchEndToEnd(t *testing.T) {
 	env := simgpuEnv(t, uniqueShm(t), "FIKIT_SIMGPU_DEVICE=h200")
 	hp := replaySpec{trace: "scenario/graph_resnet50_b1", graph: true, cpuNs: -1, prio: 0, key: "preswitch-hp", sched: d.addr}
 	lp := replaySpec{trace: "scenario/bert_base_b16", cpuNs: -1, prio: 5, key: "preswitch-lp", sched: d.addr}
-	for _, s := range []replaySpec{hp, lp} {
-		s.runs, s.warmup = 23, 0
-		profileFully(t, d, env, s)
-	}
-
-	l := lp
-	l.hooked, l.runs = true, 1000000
-	lcmd, largs := l.command(t)
-	lproc := startCmd(t, env, lcmd, largs...)
-	if !lproc.waitOutput(`{"run"`, 1, 60*time.Second) {
-		t.Fatalf("the low-priority service did not get going: %s", lproc.KillGroup())
-	}
-	h := hp
-	h.hooked, h.runs, h.interval, h.warmup = true, hpRuns, hpInterval, 3
-	hcmd, hargs := h.command(t)
-	hproc := startCmd(t, env, hcmd, hargs...)
-	if !hproc.waitOutput(`{"run"`, hpRuns*2/3, 2*time.Minute) {
-		t.Fatalf("the high-priority service did not get going: %s", hproc.KillGroup())
-	}
-	st := preSwitchStatus(t, d)
-	hr := hproc.Wait(2 * time.Minute)
-	lproc.KillGroup()
-	if hr.ExitCode != 0 {
-		t.Fatalf("high-priority replay: %s", hr)
-	}
+	hp.warmup = 3
+	var st preSwitchStatusJSON
+	hr := periodicPair(t, d, env, hp, lp, hpRuns, hpInterval, func() { st = preSwitchStatus(t, d) })
 	runs := parseRuns(t, hr.Stdout)
 	s := st.Stats
 	t.Logf("pre-switch: %d warm-ups, %d hits, %d early, %d misses, %d tasks off, over %d of %d HP runs",

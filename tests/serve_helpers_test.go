@@ -233,3 +233,37 @@ func (p *proc) KillGroup() cmdResult {
 	<-p.done
 	return p.result(false)
 }
+
+// periodicPair profiles hp and lp fully on d, then runs lp back to back and
+// hp hpRuns times every interval (after hp.warmup runs), both hooked;
+// during is called once two thirds of hp's runs are done, while both run.
+// It returns hp's result, its exit status checked.
+func periodicPair(t *testing.T, d *daemonProc, env []string, hp, lp replaySpec, hpRuns int, interval time.Duration,
+	during func()) cmdResult {
+	t.Helper()
+	for _, s := range []replaySpec{hp, lp} {
+		s.runs, s.warmup = 23, 0
+		profileFully(t, d, env, s)
+	}
+	l := lp
+	l.hooked, l.runs = true, 1000000
+	lcmd, largs := l.command(t)
+	lproc := startCmd(t, env, lcmd, largs...)
+	if !lproc.waitOutput(`{"run"`, 1, 60*time.Second) {
+		t.Fatalf("the low-priority service did not get going: %s", lproc.KillGroup())
+	}
+	h := hp
+	h.hooked, h.runs, h.interval = true, hpRuns, interval
+	hcmd, hargs := h.command(t)
+	hproc := startCmd(t, env, hcmd, hargs...)
+	if !hproc.waitOutput(`{"run"`, hpRuns*2/3, 2*time.Minute) {
+		t.Fatalf("the high-priority service did not get going: %s", hproc.KillGroup())
+	}
+	during()
+	hr := hproc.Wait(2 * time.Minute)
+	lproc.KillGroup()
+	if hr.ExitCode != 0 {
+		t.Fatalf("high-priority replay: %s", hr)
+	}
+	return hr
+}

@@ -31,15 +31,7 @@ B=$PWD/bin
 py=tests/gpu/calibrate.py
 svc=tests/gpu/torch_service.py
 exec > >(tee "$out/calibrate.log") 2>&1
-say() { printf '\n== %s  [%s]\n' "$*" "$(date +%T)"; }
-step() { # LIMIT_S NAME CMD…
-	local lim=$1 name=$2
-	shift 2
-	timeout -k 5 "$lim" "$@"
-	local rc=$?
-	[ $rc -eq 0 ] || echo "!! $name: exit $rc"
-	return $rc
-}
+. "$(dirname "$0")/lib.sh"
 # A command prefix: on a private simgpu device with the h200 preset.
 sim=(env LD_LIBRARY_PATH="$B/simgpu" FIKIT_SIMGPU_DEVICE=h200 FIKIT_SIMGPU_SHM=/fikit-cal-$$)
 

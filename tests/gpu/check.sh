@@ -26,15 +26,7 @@ mkdir -p "$out"
 work=$(mktemp -d /tmp/fikit-gpu-XXXXXX)
 B=$PWD/bin
 exec > >(tee "$out/check.log") 2>&1
-say() { printf '\n== %s  [%s]\n' "$*" "$(date +%T)"; }
-step() { # LIMIT_S NAME CMD…: run CMD with a time limit, report its status
-	local lim=$1 name=$2
-	shift 2
-	timeout -k 5 "$lim" "$@"
-	local rc=$?
-	[ $rc -eq 0 ] || echo "!! $name: exit $rc"
-	return $rc
-}
+. "$(dirname "$0")/lib.sh"
 
 say machine
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv

@@ -28,15 +28,7 @@ out=$(realpath -m "${1:-gpu-preswitch}")
 mkdir -p "$out"
 B=$PWD/bin
 exec > >(tee "$out/preswitch.log") 2>&1
-say() { printf '\n== %s  [%s]\n' "$*" "$(date +%T)"; }
-step() { # LIMIT_S NAME CMD…
-	local lim=$1 name=$2
-	shift 2
-	timeout -k 5 "$lim" "$@"
-	local rc=$?
-	[ $rc -eq 0 ] || echo "!! $name: exit $rc"
-	return $rc
-}
+. "$(dirname "$0")/lib.sh"
 sim=(env LD_LIBRARY_PATH="$B/simgpu" FIKIT_SIMGPU_DEVICE=h200 FIKIT_SIMGPU_SHM=/fikit-preswitch-$$)
 cases=(--case idle --case resident --case flip --case cache)
 
