@@ -210,10 +210,15 @@ func protectsHighPriority(t *testing.T, pc pairCase) profileShowJSON {
 
 // The low-priority service's progress under fikit: the share of the time
 // between high-priority runs it fills, judged where that time is at least
-// minRoom of the span.
+// minRoom of the span. Since the hooks bound their GPU time in flight
+// (HookBound, 200 µs by default) the low-priority service keeps only that
+// much queued even between runs, so a host that is slow to launch (two
+// spinning services and the daemon on this VM's two cores) leaves the GPU
+// idle more often: 48-59 % was measured with the bound against 69-73 %
+// before it. A starved service fills next to nothing.
 const (
 	minRoom     = 0.20
-	minRoomFill = 0.60
+	minRoomFill = 0.40
 )
 
 // The share of heavy runs allowed under fikit (see protectsHighPriority).
