@@ -81,6 +81,10 @@ func TestFaultNothingLost(t *testing.T) {
 					time.Sleep(100 * time.Millisecond)
 					return false
 				})
+				// … and write it: a decided run is queued for the store at
+				// once and written by the persister soon after (a kill
+				// within that write lost a whole profile, 1 try in ~60).
+				waitFor(2*time.Second, func() bool { return adminMetrics(t, dir)["fikit_profiles_unsaved"] == 0 })
 			}
 			received := committedIn(d.Stderr())
 			reached := strings.Count(d.Stderr(), `msg="profiling run"`) // runs whose end reached the daemon
