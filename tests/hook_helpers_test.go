@@ -567,3 +567,7 @@ func launchAll(t *testing.T, sched *fakeSched, env []string, launcher string, ar
 	}
 	return units, ls
 }
+
+// sanitized says whether the hook under test is a sanitizer's build (make
+// test-asan / test-tsan preload the runtime): host timing is coarser there.
+func sanitized() bool { return os.Getenv("FIKIT_TEST_PRELOAD") != "" }
