@@ -109,8 +109,10 @@ func TestProfilePipeline(t *testing.T) {
 	}
 
 	// Mean gaps within 10% of the idle gaps simgpu actually left in the runs
-	// the profile holds (its timeline is the ground truth), allowing 1 µs for
-	// near-zero gaps. The daemon logs which runs it committed (the hook's
+	// the profile holds (its timeline is the ground truth), allowing 2 µs for
+	// near-zero gaps: the hook reports a run whose stalled launch calls may
+	// move a gap's mean by up to that much (FK_GAP_ERR_NS in measure.c; a
+	// zero gap read 1.56 µs once). The daemon logs which runs it committed (the hook's
 	// run N is the replay's run N-1: it registers at the first launch).
 	committed := committedRuns(t, d.Stderr(), show.Runs)
 	truth := timelineGaps(t, readTimeline(t, tl), len(tr.Kernels), committed)
@@ -135,7 +137,7 @@ func TestProfilePipeline(t *testing.T) {
 		if mean > 0 {
 			worstGap = math.Max(worstGap, diff/mean)
 		}
-		if diff > math.Max(0.10*mean, 1000) {
+		if diff > math.Max(0.10*mean, 2000) {
 			t.Errorf("%s grid %v: mean gap %.0f ns, simgpu's timeline %.0f ns", kk.name, kk.grid, *show.Kernels[i].MeanGapNs, mean)
 		}
 	}
