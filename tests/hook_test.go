@@ -565,6 +565,14 @@ func TestHookProfilingExit(t *testing.T) {
 		}
 		t.Logf("attempt %d: all runs withheld as unreliable (stalled launch calls); again", a)
 	}
+	if sanitized() {
+		// Under TSan every launch call can stall (all runs of 4 attempts
+		// withheld, once in ~10 make test runs): the sanitizer run is for
+		// the exit path's races, which ran all the same; the plain run of
+		// this test judges what is shipped.
+		t.Logf("all runs withheld as unreliable in %d attempts under a sanitizer", attempts)
+		return
+	}
 	t.Errorf("all runs withheld as unreliable in %d attempts: nothing shows records are shipped at exit", attempts)
 }
 
