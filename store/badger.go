@@ -168,21 +168,24 @@ func (b *Badger) Put(p *profiler.Profile) error {
 	if err != nil {
 		return err
 	}
+	if err := b.set(profileKey(p.GPU, p.TaskKey), v); err != nil {
+		return fmt.Errorf("put %q on %q: %w", p.TaskKey, p.GPU, err)
+	}
+	return nil
+}
+
+// set writes key's value, synced, where the disk leaves room for it (the
+// one write path of profiles and usage).
+func (b *Badger) set(key, v []byte) error {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	if b.closed {
 		return ErrClosed
 	}
 	if err := checkWritable(b.dir, b.dirInfo, reserveBytes+2*int64(len(v))); err != nil {
-		return fmt.Errorf("put %q on %q: %w", p.TaskKey, p.GPU, err)
+		return err
 	}
-	err = b.db.Update(func(txn *badger.Txn) error {
-		return txn.Set(profileKey(p.GPU, p.TaskKey), v)
-	})
-	if err != nil {
-		return fmt.Errorf("put %q on %q: %w", p.TaskKey, p.GPU, err)
-	}
-	return nil
+	return b.db.Update(func(txn *badger.Txn) error { return txn.Set(key, v) })
 }
 
 // Delete implements Store.

@@ -109,15 +109,7 @@ func (b *Badger) PutUsage(us []Usage) error {
 	if err != nil {
 		return err
 	}
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if b.closed {
-		return ErrClosed
-	}
-	if err := checkWritable(b.dir, b.dirInfo, reserveBytes+2*int64(len(v))); err != nil {
-		return fmt.Errorf("put usage: %w", err)
-	}
-	if err := b.db.Update(func(txn *badger.Txn) error { return txn.Set(usageKey, v) }); err != nil {
+	if err := b.set(usageKey, v); err != nil {
 		return fmt.Errorf("put usage: %w", err)
 	}
 	return nil
