@@ -135,8 +135,10 @@ func TestFaultDeviceErrors(t *testing.T) {
 			// fault, so nothing of it blocks the healthy one.
 			recs := readTimeline(t, tl)
 			fpid, hpid := failing.Pid(), healthy.Pid()
+			// The fault: the failed service's last work on the device, the
+			// hook's probe included (its context is the service's).
 			var faultAt int64
-			for _, r := range recs {
+			for _, r := range readTimelineAll(t, tl) {
 				if r.PID == fpid && r.EndNs > faultAt {
 					faultAt = r.EndNs
 				}

@@ -4,10 +4,10 @@
  *
  *   FIKIT_SIMGPU_FAULT=illegal-address@N[:NAME]
  *       The process's Nth kernel launch (of kernel NAME only, if given;
- *       counted from 1) faults when it runs on the device, as a kernel
- *       dereferencing a bad pointer: the launch itself succeeds; once the
- *       device has reached it, the driver kills the process's contexts
- *       (their queued work leaves the device, other processes go on), the
+ *       counted from 1; never the hook's own probe) faults when it runs
+ *       on the device, as a kernel dereferencing a bad pointer: the
+ *       launch itself succeeds; once the device has reached it, the
+ *       driver kills the process's contexts (their queued work leaves the device, other processes go on), the
  *       synchronization or query that observes it returns
  *       CUDA_ERROR_ILLEGAL_ADDRESS, and so does every later call of the
  *       process: the error is sticky, "the process must be terminated and
@@ -148,7 +148,9 @@ CUresult sg_fault_launch(const sg_name *kname, const uint32_t grid[3], const uin
 {
 	*handled = 0;
 	pthread_once(&once, parse);
-	if (kind == F_NONE)
+	/* The count is the service's launches: the hook's probe, launched when
+	 * the scheduler asks, would move the fault by a racy number. */
+	if (kind == F_NONE || !strcmp(kname->name, SG_HOOK_PROBE))
 		return CUDA_SUCCESS;
 	pthread_mutex_lock(&mu);
 	int hit = 0;

@@ -8,6 +8,10 @@
  *     device, so the healthy process's kernel does not wait for it;
  *   destroy-context: the launch returns CUDA_ERROR_CONTEXT_IS_DESTROYED, so
  *     do later uses of the context and its streams; a new context works;
+ *   the count is the service's launches: the hook's own probe kernel
+ *     (fikit_hook_probe, launched when the scheduler asks) neither counts
+ *     nor faults, so the fault lands on the same service kernel however
+ *     many probes ran;
  *   a bad setting is reported and ignored.
  */
 #include "testutil.h"
@@ -48,6 +52,39 @@ static int illegal_address(void)
 	const char *name = NULL;
 	OK(cuGetErrorName(CUDA_ERROR_ILLEGAL_ADDRESS, &name)); /* not device work */
 	return t_done("fault_test illegal-address");
+}
+
+static const char probe_ptx[] = ".version 7.0\n.target sm_70\n.address_size 64\n"
+				".visible .entry fikit_hook_probe(\n\t.param .u64 fikit_hook_probe_ns\n)\n"
+				"{\n\tret;\n}\n";
+
+static int probes_not_counted(void)
+{
+	/* illegal-address@3: probes launched before and between the service's
+	 * launches leave the 3rd service launch the faulting one. */
+	OK(cuInit(0));
+	CUcontext ctx;
+	OK(cuCtxCreate_v2(&ctx, 0, 0));
+	CUfunction f = t_spin_function();
+	CUmodule m;
+	CUfunction probe;
+	OK(cuModuleLoadData(&m, probe_ptx));
+	OK(cuModuleGetFunction(&probe, m, "fikit_hook_probe"));
+	CUstream s, ps;
+	OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	OK(cuStreamCreate(&ps, CU_STREAM_NON_BLOCKING));
+	for (int i = 0; i < 3; i++)
+		OK(t_spin(probe, ps, 5000));
+	OK(cuStreamSynchronize(ps));
+	OK(t_spin(f, s, 100000));
+	OK(t_spin(probe, ps, 5000));
+	OK(t_spin(f, s, 100000));
+	OK(t_spin(probe, ps, 5000));
+	OK(cuStreamSynchronize(ps));
+	OK(cuStreamSynchronize(s)); /* two service launches and five probes: no fault yet */
+	OK(t_spin(f, s, 100000));  /* the 3rd service launch */
+	CHECK_CU(CUDA_ERROR_ILLEGAL_ADDRESS, cuStreamSynchronize(s));
+	return t_done("fault_test probes not counted");
 }
 
 static int destroy_context(void)
@@ -107,6 +144,8 @@ int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "illegal"))
 		return illegal_address();
+	if (argc == 2 && !strcmp(argv[1], "probes"))
+		return probes_not_counted();
 	if (argc == 2 && !strcmp(argv[1], "destroy"))
 		return destroy_context();
 	if (argc == 2 && !strcmp(argv[1], "bad"))
@@ -125,6 +164,7 @@ int main(int argc, char **argv)
 	OK(cuCtxSynchronize());
 	CHECK(t_now() - t0 < 100000000, "a healthy 1 ms kernel took %lld ms after another process faulted",
 	      (long long)((t_now() - t0) / 1000000));
+	CHECK(wait_ok(spawn(argv[0], "probes", "illegal-address@3")), "the hook's probes counted as the service's launches");
 	CHECK(wait_ok(spawn(argv[0], "destroy", "destroy-context@2")), "the destroy-context process failed its checks");
 	CHECK(wait_ok(spawn(argv[0], "bad", "illegal-address@0")), "a bad setting was not ignored");
 	CHECK(wait_ok(spawn(argv[0], "bad", "sometimes")), "a bad setting was not ignored");
