@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,6 +33,9 @@ func TestGroupSharesTheBoard(t *testing.T) {
 	if err := os.Chmod(base, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// What the member runs is copied where it may read it: the clone
+	// itself may live under a directory only root can enter.
+	bins, env0 := copyForOthers(t, base, bins)
 	asMember := func(timeout time.Duration, env []string, name string, args ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
@@ -55,8 +59,8 @@ func TestGroupSharesTheBoard(t *testing.T) {
 			}
 			d := startServe(t, dataDir, "", args...)
 			defer d.stop(t)
-			env := hookEnv(t, uniqueShm(t), d.addr, "FIKIT_PRIORITY=5", "FIKIT_LOG=info", "FIKIT_CONNECT_TIMEOUT_MS=3000")
-			out, err := asMember(time.Minute, env, bins[1], kernelsPTX(t), "direct", "50")
+			env := append(env0(uniqueShm(t), d.addr), "FIKIT_PRIORITY=5", "FIKIT_LOG=info", "FIKIT_CONNECT_TIMEOUT_MS=3000")
+			out, err := asMember(time.Minute, env, bins[1], filepath.Join(base, "kernels.ptx"), "direct", "50")
 			if err != nil {
 				t.Fatalf("hooked launcher as uid %d: %v\n%s", otherUID, err, tail(out, 20))
 			}
@@ -101,6 +105,42 @@ func TestGroupSharesTheBoard(t *testing.T) {
 				t.Errorf("the profile is gone: %s", r)
 			}
 		})
+	}
+}
+
+// copyForOthers copies the fikit binary and the hooked launcher (bins), the
+// hook, simgpu's driver and the launcher's PTX into dir, readable by every
+// user, and returns the copies of bins and a hookEnv that uses the copies.
+func copyForOthers(t *testing.T, dir string, bins []string) ([]string, func(shm, sched string) []string) {
+	t.Helper()
+	cp := func(src, dst string) string {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return dst
+	}
+	out := []string{cp(bins[0], filepath.Join(dir, "bin", "fikit")), cp(bins[1], filepath.Join(dir, "bin", "hook-launcher"))}
+	hook := cp(requireBins(t, "libfikit_hook.so")[0], filepath.Join(dir, "bin", "libfikit_hook.so"))
+	simgpu := filepath.Dir(cp(requireBins(t, "simgpu/libcuda.so.1")[0], filepath.Join(dir, "bin", "simgpu", "libcuda.so.1")))
+	cp(kernelsPTX(t), filepath.Join(dir, "kernels.ptx"))
+	return out, func(shm, sched string) []string {
+		env := hookEnv(t, shm, sched)
+		for i, kv := range env {
+			switch {
+			case strings.HasPrefix(kv, "LD_LIBRARY_PATH="):
+				env[i] = "LD_LIBRARY_PATH=" + simgpu
+			case strings.HasPrefix(kv, "LD_PRELOAD="):
+				env[i] = strings.Replace(kv, requireBins(t, "libfikit_hook.so")[0], hook, 1)
+			}
+		}
+		return env
 	}
 }
 
