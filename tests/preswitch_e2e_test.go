@@ -24,7 +24,11 @@ func TestPreSwitchEndToEnd(t *testing.T) {
 		switchNs   = 140_000
 	)
 	requireBins(t, "fikit", "fikit-replay", "libfikit_hook.so", "simgpu/libcuda.so.1")
-	d := startServe(t, t.TempDir(), "", "--profile-runs", "20", "--pre-switch")
+	// The margin is this host's: with two spinning replayers and the
+	// daemon on two cores, the warm-up's trip from the daemon's stop to
+	// the device took 150-400 µs (timeline), past the 200 µs default, and
+	// a late warm-up leaves part of the switch in the request.
+	d := startServe(t, t.TempDir(), "", "--profile-runs", "20", "--pre-switch", "--pre-switch-margin", "500us")
 	env := simgpuEnv(t, uniqueShm(t), "FIKIT_SIMGPU_DEVICE=h200")
 	hp := replaySpec{trace: "scenario/graph_resnet50_b1", graph: true, cpuNs: -1, prio: 0, key: "preswitch-hp", sched: d.addr}
 	lp := replaySpec{trace: "scenario/bert_base_b16", cpuNs: -1, prio: 5, key: "preswitch-lp", sched: d.addr}
