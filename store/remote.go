@@ -33,13 +33,16 @@ var _ Store = (*RemoteStore)(nil)
 // Remote returns a Store that talks to Handler on the unix socket at
 // socketPath. It connects on first use.
 func Remote(socketPath string) *RemoteStore {
+	// A connection per request: a unix socket is cheap to dial, and
+	// net/http's idle pool fails a PUT outright ("transport connection
+	// broken: putIdleConn: too many idle connections", golang/go#41600)
+	// when concurrent callers overflow it, a request it will not replay.
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", socketPath)
 		},
-		MaxIdleConns:    1,
-		IdleConnTimeout: 10 * time.Second,
+		DisableKeepAlives: true,
 	}
 	return &RemoteStore{socket: socketPath, client: &http.Client{Transport: tr, Timeout: RemoteTimeout}}
 }
