@@ -199,8 +199,14 @@ func TestBoardSlotAnswers(t *testing.T) {
 // very launch it saw.
 func TestBoardEarlyStop(t *testing.T) {
 	st, cfg := boardTestSetup(t)
-	// Nothing but the board may end the window (kernel 7's 20 ms gap) or
-	// make the holder idle while the test looks.
+	// Nothing but the board may end the window or make the holder idle
+	// while the test looks: kernel 7's gap is 5 s here, as the window of
+	// the default 20 ms could end before a loaded host (make test's
+	// parallel packages) delivered the first request, which then waited
+	// for the holder's next run.
+	if err := st.Put(sharingProfileGap(t, "hp", uint64(5*time.Second))); err != nil {
+		t.Fatal(err)
+	}
 	cfg.IdleFloor, cfg.RunIdle, cfg.HolderTTL = int64(10*time.Second), int64(10*time.Second), int64(10*time.Second)
 	cfg.MaxCredit = 0
 	s := startServerWith(t, Config{Listen: "127.0.0.1:0", Store: st, Scheduler: cfg, Board: filepath.Join(t.TempDir(), "board")})

@@ -136,6 +136,11 @@ func startServerWith(t *testing.T, c Config) *Server {
 // (50 µs) is followed by a 20 ms host gap (room for a loaded test machine to
 // deliver its notification in time), kernel 99 (20 µs) ends each run.
 func sharingProfile(t *testing.T, key string) *profiler.Profile {
+	return sharingProfileGap(t, key, 20_000_000)
+}
+
+// sharingProfileGap is sharingProfile with kernel 7's gap gapNs long.
+func sharingProfileGap(t *testing.T, key string, gapNs uint64) *profiler.Profile {
 	b, err := profiler.NewBuilder(key, "test-gpu", 10)
 	if err != nil {
 		t.Fatal(err)
@@ -143,10 +148,10 @@ func sharingProfile(t *testing.T, key string) *profiler.Profile {
 	for run := uint32(1); run <= 10; run++ {
 		b.AddRecords(run, []profiler.Record{
 			{KernelID: 99, DurationNs: 20_000, GapNs: 5_000},
-			{KernelID: 7, DurationNs: 50_000, GapNs: 20_000_000},
+			{KernelID: 7, DurationNs: 50_000, GapNs: gapNs},
 			{KernelID: 99, DurationNs: 20_000, Flags: profiler.FlagGapSpansRunEnd},
 		})
-		b.EndRun(run, 3, 25_000_000, true)
+		b.EndRun(run, 3, gapNs+5_000_000, true)
 	}
 	if !b.Complete() {
 		t.Fatal("profile incomplete")
