@@ -75,6 +75,9 @@ type Server struct {
 	timer *deadlineTimer
 	exits *exitWatcher
 	debug bool // log every decision
+	// onDeadlineRead, if set, runs when a read returned at its deadline,
+	// before the loop clears it (tests: the shutdown's wake-up races it).
+	onDeadlineRead func()
 
 	mu   sync.Mutex // guards everything below; held while the core works
 	core *scheduler.Node
@@ -279,6 +282,13 @@ func (s *Server) loop(ctx context.Context) error {
 		s.mu.Unlock()
 	}
 	for {
+		// Before every read, not only after one: the shutdown wakes the
+		// loop with a read deadline in the past, which the deadline case
+		// below clears if the timer's wake-up came first; the read after
+		// it would then wait for a datagram that may never come.
+		if ctx.Err() != nil {
+			return nil
+		}
 		// heard (see scheduler.Tick): a read that found the queue empty
 		// after its batch has read everything that arrived before it began.
 		began := s.now()
@@ -294,6 +304,9 @@ func (s *Server) loop(ctx context.Context) error {
 		if err != nil {
 			switch {
 			case errors.Is(err, os.ErrDeadlineExceeded):
+				if s.onDeadlineRead != nil {
+					s.onDeadlineRead()
+				}
 				// The deadline timer fired: clear the expired deadline
 				// first, so a timer firing meanwhile is seen by this tick.
 				_ = s.conn.SetReadDeadline(time.Time{})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -348,5 +349,39 @@ func TestProfileCompletesAndPersists(t *testing.T) {
 			t.Fatalf("profile not persisted: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestShutdownRacesTheTimer: a shutdown asked for while the loop handles a
+// timer's wake-up is not lost. The loop clears an expired read deadline
+// after the timer fired; if the shutdown's own wake-up (a deadline in the
+// past) came in between, the loop once went back to a read with no
+// deadline and waited for a datagram that never came (seen as `fikit
+// serve` exiting 1 after shutdownMax in TestProfilePipeline).
+func TestShutdownRacesTheTimer(t *testing.T) {
+	s, err := New(Config{Listen: "127.0.0.1:0", Store: store.NewMemory(), Scheduler: scheduler.DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var once sync.Once
+	s.onDeadlineRead = func() {
+		once.Do(func() {
+			cancel()
+			time.Sleep(50 * time.Millisecond) // the shutdown's wake-up lands now
+		})
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	time.Sleep(50 * time.Millisecond)
+	s.conn.SetReadDeadline(time.Unix(1, 0)) // as the deadline timer does
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the daemon did not stop: the shutdown's wake-up was cleared")
 	}
 }
