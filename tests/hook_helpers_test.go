@@ -6,6 +6,7 @@ package tests
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"net"
 	"net/netip"
@@ -25,8 +26,10 @@ import (
 
 // schedPolicy is how the fake scheduler answers.
 type schedPolicy struct {
-	Role        udp.Role
-	Phase       udp.Phase
+	Role  udp.Role
+	Phase udp.Phase
+	// ProfileRuns: T in RegisterAck (0: the daemon's default, 100).
+	ProfileRuns uint32
 	HeartbeatMs uint32
 	NoGrant     bool // a waiter's requests are never answered
 	Credit      uint32
@@ -172,7 +175,7 @@ func (f *fakeSched) serve() {
 			f.nextID++
 			f.pids[id], f.keys[id], f.prios[id], f.known[id] = m.PID, m.TaskKey, m.Priority, true
 			ack := &udp.RegisterAck{Seq: m.Seq, TaskID: id, Role: f.policy.Role, Phase: f.policy.Phase,
-				ProfileRuns: 100, HeartbeatMS: f.policy.HeartbeatMs}
+				ProfileRuns: cmp.Or(f.policy.ProfileRuns, 100), HeartbeatMS: f.policy.HeartbeatMs}
 			if b := f.policy.Board; b != nil {
 				if sec, err := b.GPU(m.DeviceUUID); err == nil {
 					f.section = sec
@@ -441,7 +444,10 @@ func profileReplay(t *testing.T, name string, runs int, timeline string) [][]udp
 	t.Helper()
 	replay := requireBins(t, "fikit-replay")[0]
 	tr := loadTrace(t, sharedTrace(t, name))
-	sched := newFakeSched(t, schedPolicy{Role: udp.RoleHolder, Phase: udp.PhaseProfiling})
+	// T is the runs profiled here: the hook keeps a run whose stalls may
+	// move a gap's mean over T runs by up to 2 µs, so told the default
+	// 100 it kept a run that moved this test's 11-run mean by 13 µs.
+	sched := newFakeSched(t, schedPolicy{Role: udp.RoleHolder, Phase: udp.PhaseProfiling, ProfileRuns: uint32(runs)})
 	extra := []string{fmt.Sprintf("FIKIT_SIMGPU_LAUNCH_US=%g", replayLatency/1000.0), "FIKIT_CONNECT_TIMEOUT_MS=3000",
 		"FIKIT_LOG=debug"}
 	if timeline != "" {
