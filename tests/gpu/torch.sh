@@ -19,7 +19,8 @@
 # Default modes: sharing fikit:on fikit-udp:off. Every service runs with a
 # time limit; results are WORKDIR/t-*.jsonl, summarised by summary.py.
 # TORCH_HP and TORCH_LP replace the services' torch_service.py arguments,
-# TORCH_EVERY the HP's request interval in ms (10).
+# TORCH_EVERY the HP's request interval in ms (10), TORCH_RUNS the HP's
+# requests per mode (300).
 set -u
 work=$1
 shift
@@ -30,6 +31,7 @@ svc=tests/gpu/torch_service.py
 read -r -a HP <<<"${TORCH_HP:---model resnet50 --batch 1}"
 read -r -a LP <<<"${TORCH_LP:---model resnet101 --batch 16}"
 every=${TORCH_EVERY:-10}
+hp_runs=${TORCH_RUNS:-300}
 sched=127.0.0.1:7171
 data=$work/data
 served=
@@ -82,7 +84,7 @@ run "$work/t-profile-hp.jsonl" hp on "${HP[@]}" --runs 50 --warmup 3
 run "$work/t-profile-lp.jsonl" lp on "${LP[@]}" --runs 45 --warmup 3
 "$B/fikit" profile ls --data-dir "$data"
 say "HP alone without the hook; LP alone for 3 s"
-run "$work/t-hp-alone-nohook.jsonl" no on "${HP[@]}" --runs 300 --interval $every
+run "$work/t-hp-alone-nohook.jsonl" no on "${HP[@]}" --runs $hp_runs --interval $every
 lp_start "$work/t-lp-alone.jsonl" no on
 sleep 3
 lp_stop
@@ -97,15 +99,15 @@ for mode in "${modes[@]}"; do
 	if [[ $name == alone* ]]; then
 		[ -z "$board" ] && hook=no || hook=hp
 		[ -n "$board" ] && serve "$flags"
-		run "$work/t-$name-hp.jsonl" $hook "${board:-on}" "${HP[@]}" --runs 300 --interval $every "${HPT[@]}"
+		run "$work/t-$name-hp.jsonl" $hook "${board:-on}" "${HP[@]}" --runs $hp_runs --interval $every "${HPT[@]}"
 		continue
 	elif [[ $name == sharing* ]]; then
 		lp_start "$work/t-$name-lp.jsonl" no on "${LPT[@]}"
-		run "$work/t-$name-hp.jsonl" no on "${HP[@]}" --runs 300 --interval $every "${HPT[@]}"
+		run "$work/t-$name-hp.jsonl" no on "${HP[@]}" --runs $hp_runs --interval $every "${HPT[@]}"
 	else
 		serve "$flags"
 		lp_start "$work/t-$name-lp.jsonl" lp "$board" "${LPT[@]}"
-		run "$work/t-$name-hp.jsonl" hp "$board" "${HP[@]}" --runs 300 --interval $every "${HPT[@]}"
+		run "$work/t-$name-hp.jsonl" hp "$board" "${HP[@]}" --runs $hp_runs --interval $every "${HPT[@]}"
 	fi
 	lp_stop
 done
