@@ -163,7 +163,7 @@ func DefaultConfig() Config {
 		InflightBudget:    int64(200 * time.Microsecond),
 		HookBound:         true,
 		BoardResume:       true,
-		PreSwitch:         false,
+		PreSwitch:         true,
 		PreSwitchGuard:    int64(time.Millisecond),
 		PreSwitchMargin:   int64(200 * time.Microsecond),
 		GrantLead:         int64(25 * time.Microsecond),

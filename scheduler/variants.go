@@ -20,9 +20,9 @@ type Variant struct {
 // todaysGate is the gate before these mechanisms: the switch priced at
 // simgpu's old 25 µs and charged per window, holders bounded by kernel
 // count (FIKIT_INFLIGHT), a fixed holder TTL, the LP resumed by a grant
-// after the holder's run end arrives by UDP.
+// after the holder's run end arrives by UDP, no pre-switch.
 var todaysGate = []string{"switch-cost=25us", "switch-aware=false", "hook-bound=false", "holder-ttl-alpha=0",
-	"board-resume=false"}
+	"board-resume=false", "pre-switch=false"}
 
 func plus(extra ...string) []string {
 	return append(append([]string(nil), todaysGate...), extra...)
@@ -36,8 +36,9 @@ var Variants = []Variant{
 	{Name: "us-bound", Title: "+ µs bound", Settings: plus("hook-bound=true")},
 	{Name: "ttl", Title: "+ α×IAT TTL", Settings: plus("holder-ttl-alpha=2")},
 	{Name: "board-resume", Title: "+ board resume", Settings: plus("board-resume=true")},
+	{Name: "pre-switch", Title: "+ pre-switch", Settings: plus("pre-switch=true")},
 	{Name: VariantAll, Title: "all together", Settings: []string{"switch-cost=auto", "switch-aware=true", "hook-bound=true",
-		"holder-ttl-alpha=2", "board-resume=true"}},
+		"holder-ttl-alpha=2", "board-resume=true", "pre-switch=true"}},
 }
 
 // VariantAll is the variant with every mechanism on: DefaultConfig's.

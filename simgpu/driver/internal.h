@@ -185,6 +185,11 @@ void sg_obj_each(int type, int (*fn)(void *obj, void *arg), void *arg);
 /* The fikit hook's own kernel (hookclient/probe.c; simgpu/timeline's
  * HookProbe): its blocked time is left out of the context's totals. */
 #define SG_HOOK_PROBE "fikit_hook_probe"
+/* The kernel a cuMemsetD* becomes on the device (timeline name), and its
+ * duration: a fixed start plus the bytes at device-memory speed. */
+#define SG_MEMSET "[memset]"
+#define SG_MEMSET_BASE_NS 2000
+#define SG_MEMSET_BYTES_PER_NS 2000 /* 2 TB/s */
 
 typedef struct sg_name {       /* interned, never freed: tags point at these */
 	const char *name;

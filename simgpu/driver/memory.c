@@ -1,8 +1,10 @@
 /*
  * memory.c — "device" memory is host memory. Data moves on the host at call
- * time (so programs see their bytes), while the device time of a copy or
- * memset is modelled by a COPY op on the stream: asynchronous calls return at
- * once, synchronous ones wait for that op. Capacity is accounted per process
+ * time (so programs see their bytes), while the device time of a copy is
+ * modelled by a COPY op on the stream (the copy engine) and a memset's by a
+ * kernel named SG_MEMSET (the compute engine, in the caller's context: on an
+ * H200 a memset loads its context like a kernel, docs/simgpu.md "Presets"):
+ * asynchronous calls return at once, synchronous ones wait for that op. Capacity is accounted per process
  * against FIKIT_SIMGPU_MEM_GB.
  */
 #include "internal.h"
@@ -347,6 +349,8 @@ static CUresult memset_n(CUdeviceptr dst, unsigned value, size_t elem, size_t n,
 	CUresult r = sg_stream_resolve(hs, pt, &s);
 	if (r != CUDA_SUCCESS)
 		return r;
+	if (s->capture)
+		return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* memset nodes are not modelled */
 	unsigned char *p = P(dst);
 	if (elem == 1) {
 		memset(p, (int)(value & 0xff), n);
@@ -354,7 +358,16 @@ static CUresult memset_n(CUdeviceptr dst, unsigned value, size_t elem, size_t n,
 		for (size_t i = 0; i < n; i++)
 			memcpy(p + i * elem, &value, elem); /* little-endian: the low bytes */
 	}
-	return device_op(hs, pt, n * elem, sync);
+	/* A fill kernel: a fixed start plus the bytes at device-memory speed. */
+	static const uint32_t one[3] = {1, 1, 1};
+	int64_t dur = SG_MEMSET_BASE_NS + (int64_t)((n * elem) / SG_MEMSET_BYTES_PER_NS);
+	uint64_t seq;
+	if ((r = sg_launch_seq(sg_intern(SG_MEMSET), one, one, s, dur, &seq)) != CUDA_SUCCESS)
+		return r;
+	if (!sync)
+		return CUDA_SUCCESS;
+	sg_wait_op(s->ctx->dev, s->ctx->dmctx, s->ctx->dmgen, seq);
+	return sg_fault_result(CUDA_SUCCESS);
 }
 
 CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char uc, size_t n) { return memset_n(d, uc, 1, n, NULL, 0, 1); }
