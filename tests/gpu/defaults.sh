@@ -21,7 +21,8 @@
 #    then the HP alone again, so that drift of the GPU over the run shows.
 #    The last daemon's status (the switch its hooks measured, the pre-switch
 #    counters) is kept.
-# Every step has its own time limit; the log and raw files land in OUTDIR.
+# Every step has its own time limit; OUTDIR gets the log, the probe's
+# lines, the summaries and raw.tgz (every service's lines, the decisions).
 set -u
 out=$(realpath -m "${1:?usage: defaults.sh OUTDIR}")
 mkdir -p "$out"
@@ -60,7 +61,8 @@ print("pre-switch (fikit-pre2's daemon):", {k: s.get(k) for k in
       ("pre_switches", "pre_switch_hits", "pre_switch_early", "pre_switch_misses", "pre_switch_off")})
 PY
 say done
-# The store and the decision record are large and were read above.
+# The store is large and was read above. The device tool returns a few
+# files only: the raw ones go into one archive beside the log.
 rm -rf "$out/data"
-gzip -f "$out"/*decisions.jsonl 2>/dev/null
+(cd "$out" && tar -czf raw.tgz --remove-files t-*.jsonl* torch-decisions.jsonl serve.log 2>/dev/null)
 ls -la "$out"
