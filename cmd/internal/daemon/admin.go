@@ -43,6 +43,10 @@ type Status struct {
 	// keys, over the daemon's lifetimes: the tasks gone and the live ones
 	// (docs/operations.md "Accounting").
 	Tenants []TenantStatus `json:"tenants"`
+	// Awaited are the tasks known before a restart whose places are held
+	// until they register again or --rejoin-grace passes
+	// (docs/operations.md "After an outage").
+	Awaited []store.Known `json:"awaited"`
 }
 
 // TaskStatus is one task in Status.
@@ -85,6 +89,9 @@ type TaskStatus struct {
 	HolderTTLNs    int64   `json:"holder_ttl_ns"`
 	// PreSwitchOff: its pre-switches were turned off for a low hit rate.
 	PreSwitchOff bool `json:"pre_switch_off"`
+	// RegisteredAfterStartNs is when it registered, after the daemon's
+	// start (how soon a hook rejoined a restarted daemon).
+	RegisteredAfterStartNs int64 `json:"registered_after_start_ns"`
 }
 
 // GPUStatus is one GPU in Status: its context switch as the policy prices
@@ -203,7 +210,12 @@ func (s *Server) Status() Status {
 			ProfileVersion: t.ProfileVersion, Refreshing: t.Refreshing,
 			Tenant: acc.Owner, Weight: t.Weight, Throttled: t.Throttled, VirtualTimeNs: t.VirtualNs,
 			GPUTime:  GPUTime{UsedNs: acc.UsedNs, MeasuredNs: acc.MeasuredNs, GrantedNs: acc.GrantedNs},
-			Arrivals: string(a.Class), ArrivalEveryNs: a.IntervalNs, ArrivalCV: a.CV, HolderTTLNs: a.TTLNs, PreSwitchOff: preOff[t.ID]})
+			Arrivals: string(a.Class), ArrivalEveryNs: a.IntervalNs, ArrivalCV: a.CV, HolderTTLNs: a.TTLNs, PreSwitchOff: preOff[t.ID],
+			RegisteredAfterStartNs: t.RegisteredAt - s.start})
+	}
+	st.Awaited = []store.Known{}
+	for _, k := range s.core.Awaited() {
+		st.Awaited = append(st.Awaited, store.Known{TaskKey: k.Key, PID: k.PID, Priority: k.Priority, GPU: k.GPU})
 	}
 	for _, g := range s.core.Switches() {
 		st.GPUs = append(st.GPUs, GPUStatus{GPU: g.GPU, SwitchCostNs: g.CostNs, SwitchMeasured: g.Measured, MPS: g.MPS,
