@@ -32,8 +32,11 @@ type adminServer struct {
 // lists as [] when empty, never null; every key is documented in
 // docs/status-api.md. Within /v1/ keys are added, never renamed or removed.
 type Status struct {
-	Listen    string           `json:"listen"`
-	UptimeNs  int64            `json:"uptime_ns"`
+	Listen   string `json:"listen"`
+	UptimeNs int64  `json:"uptime_ns"`
+	// StartedNs is the daemon's start on CLOCK_MONOTONIC: the clock of the
+	// hooks' launch times on this host (and simgpu's timeline).
+	StartedNs int64            `json:"started_ns"`
 	Tasks     []TaskStatus     `json:"tasks"`
 	GPUs      []GPUStatus      `json:"gpus"`
 	Stats     scheduler.Stats  `json:"stats"`
@@ -192,7 +195,7 @@ func (a *adminServer) close() {
 func (s *Server) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Status{Listen: s.Addr().String(), UptimeNs: s.now() - s.start, Tasks: []TaskStatus{}, GPUs: []GPUStatus{},
+	st := Status{Listen: s.Addr().String(), UptimeNs: s.now() - s.start, StartedNs: s.start, Tasks: []TaskStatus{}, GPUs: []GPUStatus{},
 		Stats: s.core.Stats(), Scheduler: s.core.Config()}
 	arr := map[scheduler.TaskID]scheduler.ArrivalInfo{}
 	for _, a := range s.core.Arrivals() {
