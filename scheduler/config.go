@@ -103,7 +103,10 @@ type Config struct {
 	ProfileTurn int64
 	// RejoinGrace: after a restart, a task the daemon knew before holds
 	// its place this long at most, waiting for its hook to register again
-	// (rejoin.go); 0: no place is held.
+	// (rejoin.go); 0: no place is held. Live hooks rejoin within a second
+	// of the daemon's return however long the outage (they probe at a
+	// fixed interval), so a place still empty after twice that belongs to
+	// a task that is gone.
 	RejoinGrace int64
 	// DefaultKernel is the estimate for a kernel whose task has no profile.
 	DefaultKernel int64
