@@ -138,7 +138,8 @@ static void set_pass(fk_core_task *t, uint32_t state, int ti, fk_acts *out)
 }
 
 /* The scheduler is unreachable: every task passes through until a Register
- * is answered again, retried in the background; one warning per outage. */
+ * is answered again, probed in the background at a fixed interval
+ * (FK_REG_PROBE_MS); one warning per outage. */
 static void sched_lost(fk_core *c, const char *why, uint64_t now, fk_acts *out)
 {
 	for (int i = 0; i < FK_MAX_TASKS; i++) {
@@ -146,9 +147,7 @@ static void sched_lost(fk_core *c, const char *why, uint64_t now, fk_acts *out)
 		if (!t->known || t->v.state == FK_ST_DISABLED || t->v.state == FK_ST_NEW)
 			continue;
 		set_pass(t, FK_ST_UNREACHABLE, i, out);
-		if (t->reg_backoff_ms < FK_REG_RETRY_LOST_MS)
-			t->reg_backoff_ms = FK_REG_RETRY_LOST_MS;
-		t->reg_next_ns = now + t->reg_backoff_ms * MS;
+		t->reg_next_ns = now + FK_REG_PROBE_MS * MS;
 	}
 	if (!c->outage_warned) {
 		c->outage_warned = 1;
@@ -192,7 +191,6 @@ static void on_register_ack(fk_core *c, const fk_ev *ev, fk_acts *out)
 	t->profile_runs = m->profile_runs;
 	t->next_heartbeat_ns = ev->now + m->heartbeat_ms * MS;
 	t->run = 1;
-	t->reg_backoff_ms = 0;
 	t->reg_sent_ns = 0; /* answered: a new Error(unknown task) re-registers at once */
 	/* A daemon that answers is no reason to pass launches through: a
 	 * request the previous daemon never answered (it was stopped) left a
@@ -237,10 +235,7 @@ static void on_tick(fk_core *c, const fk_ev *ev, fk_acts *out)
 			t->reg_next_ns = now + FK_REG_RETRY_MIN_MS * MS; /* the first launch waits for this one */
 			send_register(c, i, 1, now, out);
 		} else if (st == FK_ST_UNREACHABLE && now >= t->reg_next_ns) {
-			t->reg_backoff_ms = t->reg_backoff_ms ? t->reg_backoff_ms * 2 : FK_REG_RETRY_LOST_MS;
-			if (t->reg_backoff_ms > FK_REG_RETRY_MAX_MS)
-				t->reg_backoff_ms = FK_REG_RETRY_MAX_MS;
-			t->reg_next_ns = now + t->reg_backoff_ms * MS;
+			t->reg_next_ns = now + FK_REG_PROBE_MS * MS;
 			send_register(c, i, 0, now, out);
 		} else if (st == FK_ST_ACTIVE && t->rereg &&
 			   (!t->reg_sent_ns || now - t->reg_sent_ns > FK_REG_RETRY_MIN_MS * MS)) {

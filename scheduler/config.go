@@ -101,6 +101,13 @@ type Config struct {
 	// priority: ending no run for this long, it holds the others of its
 	// priority back no more, until it ends a run.
 	ProfileTurn int64
+	// RejoinGrace: after a restart, a task the daemon knew before holds
+	// its place this long at most, waiting for its hook to register again
+	// (rejoin.go); 0: no place is held. Live hooks rejoin within a second
+	// of the daemon's return however long the outage (they probe at a
+	// fixed interval), so a place still empty after twice that belongs to
+	// a task that is gone.
+	RejoinGrace int64
 	// DefaultKernel is the estimate for a kernel whose task has no profile.
 	DefaultKernel int64
 	// SkipLimit is how often a waiting kernel may be passed over before it
@@ -178,6 +185,7 @@ func DefaultConfig() Config {
 		HolderTTLMin:      int64(2 * time.Millisecond),
 		HolderTTLMax:      int64(10 * time.Second),
 		ProfileTurn:       int64(time.Second),
+		RejoinGrace:       int64(2 * time.Second),
 		DefaultKernel:     int64(100 * time.Microsecond),
 		SkipLimit:         25,
 		HoldInterval:      int64(50 * time.Millisecond),

@@ -76,9 +76,10 @@ func (n *Node) requested(t *task, seq uint32, kernel uint64) error {
 	n.fairTouch(t, n.now)
 	g := t.gpu
 	g.noteLevel(t.prio, n.now)
-	if t.prio < n.holderPrio(g) || t.role == RoleHolder {
+	if (t.prio < n.holderPrio(g) && t.prio <= g.awaitedPrio()) || t.role == RoleHolder {
 		// A better task than the holders is back (or a holder that had not
-		// learned its role yet): it holds from now on.
+		// learned its role yet): it holds from now on. Not one worse than
+		// a place held after a restart (rejoin.go): it waits.
 		t.lastActive = n.now
 		if t.role != RoleHolder {
 			n.electHolders(g, nil)
@@ -406,7 +407,7 @@ func (n *Node) schedule(g *gpu) {
 	n.maybeCalibrate(g)
 	g.held = n.calibrating(g)
 	n.preSwitchStep(g)
-	if g.waiting() == 0 || n.preSwitchHolds(g) {
+	if g.waiting() == 0 || n.preSwitchHolds(g) || g.awaitedBetter() {
 		return
 	}
 	for _, h := range g.tasks {

@@ -19,6 +19,8 @@ type Node struct {
 	order  []*gpu // sorted by uuid: deterministic iteration
 	out    Ready
 	stats  Stats
+	// rosterVer counts the changes of Roster (rejoin.go).
+	rosterVer uint64
 }
 
 // New returns a core with the given configuration.
@@ -133,6 +135,8 @@ func (n *Node) Step(ev Event) error {
 		}
 		n.calibrated(t, e)
 		return nil
+	case PlacesHeld:
+		return n.holdPlaces(e)
 	case Tick:
 		heard := n.now
 		if e.Heard > 0 {
@@ -175,17 +179,9 @@ func (n *Node) register(e TaskRegistered) error {
 		return fmt.Errorf("%w: %d", ErrDuplicate, e.Task)
 	}
 	if e.Priority > 9 {
-		return fmt.Errorf("%w: priority %d > 9", ErrInvalid, e.Priority)
+		return errPriority(e.Priority)
 	}
-	g := n.gpus[e.GPU]
-	if g == nil {
-		g = &gpu{uuid: e.GPU}
-		n.gpus[e.GPU] = g
-		i := sort.Search(len(n.order), func(i int) bool { return n.order[i].uuid >= e.GPU })
-		n.order = append(n.order, nil)
-		copy(n.order[i+1:], n.order[i:])
-		n.order[i] = g
-	}
+	g := n.gpuOf(e.GPU)
 	// A hook that re-registers (after a timeout, or a daemon it thought
 	// gone) replaces its earlier instance on that GPU.
 	for _, old := range g.tasks {
@@ -219,6 +215,8 @@ func (n *Node) register(e TaskRegistered) error {
 		n.seedForeign(t)
 	}
 	n.stats.Registered++
+	n.rosterVer++
+	n.returned(g, t.key, t.pid)
 	n.electHolders(g, t)
 	n.out.Acks = append(n.out.Acks, Ack{
 		Task: t.id, Role: t.role, Phase: t.phase,
@@ -227,6 +225,22 @@ func (n *Node) register(e TaskRegistered) error {
 	n.sendKernelTimes(t)
 	n.schedule(g)
 	return nil
+}
+
+func errPriority(p uint8) error { return fmt.Errorf("%w: priority %d > 9", ErrInvalid, p) }
+
+// gpuOf returns the state of the GPU uuid, made at its first mention.
+func (n *Node) gpuOf(uuid string) *gpu {
+	g := n.gpus[uuid]
+	if g == nil {
+		g = &gpu{uuid: uuid}
+		n.gpus[uuid] = g
+		i := sort.Search(len(n.order), func(i int) bool { return n.order[i].uuid >= uuid })
+		n.order = append(n.order, nil)
+		copy(n.order[i+1:], n.order[i:])
+		n.order[i] = g
+	}
+	return g
 }
 
 // remove forgets a task: its requests, credit and role go with it.
@@ -247,6 +261,7 @@ func (n *Node) remove(t *task) {
 	n.settleAll(t)
 	g.removeTask(t)
 	delete(n.tasks, t.id)
+	n.rosterVer++
 	n.out.Accounts = append(n.out.Accounts, t.account())
 	n.stats.Left++
 	n.decideRuns(g)
@@ -270,6 +285,9 @@ func (n *Node) electHolders(g *gpu, quiet *task) {
 			best = t.prio
 		}
 	}
+	// A place held for a better priority (rejoin.go) keeps the worse ones
+	// from holding until it returns.
+	best = min(best, g.awaitedPrio())
 	if best == 10 { // nobody active: the best live task holds
 		for _, t := range g.tasks {
 			if t.prio < best {
@@ -369,6 +387,7 @@ func (n *Node) tick(heard int64) {
 		n.remove(t)
 	}
 	for _, g := range n.order {
+		n.graceOver(g)
 		n.decideRuns(g)
 		if n.holdersExpired(g) {
 			n.electHolders(g, nil)
@@ -447,6 +466,9 @@ func (n *Node) deadline() int64 {
 			}
 		}
 		at(n.verdictAt(g))
+		if len(g.awaited) > 0 {
+			at(g.awaitUntil)
+		}
 		if g.waiting() > 0 {
 			at(n.turnEnd(g))
 		}
@@ -539,6 +561,11 @@ type Stats struct {
 	// than predicted); ShortGapFills: the grants into them.
 	ShortGapWindows uint64 `json:"short_gap_windows"`
 	ShortGapFills   uint64 `json:"short_gap_fills"`
+	// Places held after a restart for the tasks the daemon knew before it
+	// (rejoin.go): held, ended by the task's return, ended by the grace.
+	PlacesHeld     uint64 `json:"places_held"`
+	PlacesReturned uint64 `json:"places_returned"`
+	PlacesExpired  uint64 `json:"places_expired"`
 	// Calibrations asked of hooks, and answered (switch-cost auto).
 	Calibrations         uint64 `json:"calibrations"`
 	CalibrationsAnswered uint64 `json:"calibrations_answered"`
@@ -578,6 +605,8 @@ type TaskInfo struct {
 	Runs     int // clean profiled runs so far (profiling phase, or profiling again)
 	Waiting  int
 	JCTNs    int64
+	// RegisteredAt is when it registered (the core's clock).
+	RegisteredAt int64
 	// ProfileVersion is the version of the profile in use (0: none yet);
 	// Refreshing: the task drifted and version ProfileVersion+1 is being
 	// built.
@@ -599,7 +628,7 @@ func (n *Node) Tasks() []TaskInfo {
 	for _, g := range n.order {
 		for _, t := range g.tasks {
 			ti := TaskInfo{ID: t.id, Key: t.key, PID: t.pid, Priority: t.prio, GPU: g.uuid, Model: t.model,
-				Role: t.role, Phase: t.phase, Credit: t.credit, JCTNs: t.meanJCT(),
+				Role: t.role, Phase: t.phase, Credit: t.credit, JCTNs: t.meanJCT(), RegisteredAt: t.registered,
 				Weight: uint32(t.weight), Throttled: t.throttled, VirtualNs: t.vt, Account: t.account()}
 			if t.prof != nil {
 				ti.Runs = t.prof.runs()

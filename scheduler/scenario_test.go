@@ -189,6 +189,28 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		err = h.node.Step(Heartbeat{Now: h.now, Task: taskArg(t, args)})
 	case "left":
 		err = h.node.Step(TaskLeft{Now: h.now, Task: taskArg(t, args)})
+	case "places":
+		// The roster of a restarted daemon: one line per task, `key pid
+		// prio gpu`, held until `until`.
+		e := PlacesHeld{Now: h.now, Until: dur(t, args["until"])}
+		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+			f := strings.Fields(line)
+			if len(f) != 4 {
+				t.Fatalf("%s: places lines are `key pid prio gpu`", d.Pos)
+			}
+			pid, _ := strconv.ParseUint(f[1], 10, 32)
+			prio, _ := strconv.ParseUint(f[2], 10, 8)
+			e.Tasks = append(e.Tasks, KnownTask{Key: f[0], PID: uint32(pid), Priority: uint8(prio), GPU: f[3]})
+		}
+		err = h.node.Step(e)
+	case "awaited":
+		s := h.node.Stats()
+		var b strings.Builder
+		for _, k := range h.node.Awaited() {
+			fmt.Fprintf(&b, "%s pid=%d prio=%d gpu=%s\n", k.Key, k.PID, k.Priority, k.GPU)
+		}
+		fmt.Fprintf(&b, "held=%d returned=%d expired=%d\n", s.PlacesHeld, s.PlacesReturned, s.PlacesExpired)
+		return b.String()
 	case "tick":
 		var heard int64
 		if v, ok := args["heard"]; ok {

@@ -107,6 +107,8 @@ var Settings = []Setting{
 		Help: "longest holder TTL from arrivals", field: func(c *Config) any { return &c.HolderTTLMax }},
 	{Name: "profile-turn", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
 		Help: "a task profiling alone that ends no run this long lets the others of its priority hold", field: func(c *Config) any { return &c.ProfileTurn }},
+	{Name: "rejoin-grace", Kind: KindDuration, Min: 0, Max: maxDuration,
+		Help: "after a restart a task known before holds its place this long at most: nothing of a worse priority holds or is granted on its GPU until it registers again (0: off)", field: func(c *Config) any { return &c.RejoinGrace }},
 	{Name: "default-kernel", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
 		Help: "duration assumed for kernels of unprofiled tasks", field: func(c *Config) any { return &c.DefaultKernel }},
 	{Name: "skip-limit", Kind: KindInt, Min: 1, Max: 1 << 20,

@@ -171,6 +171,10 @@ type gpu struct {
 	sw   switchEstimate
 	held *task
 	pre  preSwitch // the pre-switch under way (preswitch.go)
+	// awaited are the tasks known before a restart whose places are held
+	// until awaitUntil (rejoin.go).
+	awaited    []KnownTask
+	awaitUntil int64
 }
 
 // fillWindow is a predicted stretch of holder idleness.

@@ -14,6 +14,7 @@ type Memory struct {
 	mu       sync.RWMutex
 	profiles map[string][]byte // by profileKey
 	usage    []byte            // the accounts, encoded (UsageStore)
+	roster   []byte            // the roster, encoded (RosterStore)
 	closed   bool
 }
 

@@ -32,8 +32,11 @@ type adminServer struct {
 // lists as [] when empty, never null; every key is documented in
 // docs/status-api.md. Within /v1/ keys are added, never renamed or removed.
 type Status struct {
-	Listen    string           `json:"listen"`
-	UptimeNs  int64            `json:"uptime_ns"`
+	Listen   string `json:"listen"`
+	UptimeNs int64  `json:"uptime_ns"`
+	// StartedNs is the daemon's start on CLOCK_MONOTONIC: the clock of the
+	// hooks' launch times on this host (and simgpu's timeline).
+	StartedNs int64            `json:"started_ns"`
 	Tasks     []TaskStatus     `json:"tasks"`
 	GPUs      []GPUStatus      `json:"gpus"`
 	Stats     scheduler.Stats  `json:"stats"`
@@ -43,6 +46,10 @@ type Status struct {
 	// keys, over the daemon's lifetimes: the tasks gone and the live ones
 	// (docs/operations.md "Accounting").
 	Tenants []TenantStatus `json:"tenants"`
+	// Awaited are the tasks known before a restart whose places are held
+	// until they register again or --rejoin-grace passes
+	// (docs/operations.md "After an outage").
+	Awaited []store.Known `json:"awaited"`
 }
 
 // TaskStatus is one task in Status.
@@ -85,6 +92,9 @@ type TaskStatus struct {
 	HolderTTLNs    int64   `json:"holder_ttl_ns"`
 	// PreSwitchOff: its pre-switches were turned off for a low hit rate.
 	PreSwitchOff bool `json:"pre_switch_off"`
+	// RegisteredAfterStartNs is when it registered, after the daemon's
+	// start (how soon a hook rejoined a restarted daemon).
+	RegisteredAfterStartNs int64 `json:"registered_after_start_ns"`
 }
 
 // GPUStatus is one GPU in Status: its context switch as the policy prices
@@ -185,7 +195,7 @@ func (a *adminServer) close() {
 func (s *Server) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Status{Listen: s.Addr().String(), UptimeNs: s.now() - s.start, Tasks: []TaskStatus{}, GPUs: []GPUStatus{},
+	st := Status{Listen: s.Addr().String(), UptimeNs: s.now() - s.start, StartedNs: s.start, Tasks: []TaskStatus{}, GPUs: []GPUStatus{},
 		Stats: s.core.Stats(), Scheduler: s.core.Config()}
 	arr := map[scheduler.TaskID]scheduler.ArrivalInfo{}
 	for _, a := range s.core.Arrivals() {
@@ -203,7 +213,12 @@ func (s *Server) Status() Status {
 			ProfileVersion: t.ProfileVersion, Refreshing: t.Refreshing,
 			Tenant: acc.Owner, Weight: t.Weight, Throttled: t.Throttled, VirtualTimeNs: t.VirtualNs,
 			GPUTime:  GPUTime{UsedNs: acc.UsedNs, MeasuredNs: acc.MeasuredNs, GrantedNs: acc.GrantedNs},
-			Arrivals: string(a.Class), ArrivalEveryNs: a.IntervalNs, ArrivalCV: a.CV, HolderTTLNs: a.TTLNs, PreSwitchOff: preOff[t.ID]})
+			Arrivals: string(a.Class), ArrivalEveryNs: a.IntervalNs, ArrivalCV: a.CV, HolderTTLNs: a.TTLNs, PreSwitchOff: preOff[t.ID],
+			RegisteredAfterStartNs: t.RegisteredAt - s.start})
+	}
+	st.Awaited = []store.Known{}
+	for _, k := range s.core.Awaited() {
+		st.Awaited = append(st.Awaited, store.Known{TaskKey: k.Key, PID: k.PID, Priority: k.Priority, GPU: k.GPU})
 	}
 	for _, g := range s.core.Switches() {
 		st.GPUs = append(st.GPUs, GPUStatus{GPU: g.GPU, SwitchCostNs: g.CostNs, SwitchMeasured: g.Measured, MPS: g.MPS,

@@ -107,6 +107,9 @@ type Server struct {
 	acct       accounts              // GPU time of the tasks gone (accounts.go)
 	// flushes are hooks' Flush requests not answered yet (flush.go).
 	flushes []flushReq
+	rost    roster // the roster's writes (rejoin.go)
+	// rosterDone: the roster's writer has stopped (the store may close).
+	rosterDone chan struct{}
 }
 
 // taskAddr is where a task's messages go.
@@ -174,6 +177,7 @@ func New(cfg Config) (*Server, error) {
 		s.policy = DefaultPolicy(s.uid)
 	}
 	s.loadAccounts()
+	s.holdPlaces()
 	s.met = newMetrics(s)
 	s.debug = cfg.Logger.Enabled(context.Background(), slog.LevelDebug)
 	wake := func() { _ = conn.SetReadDeadline(time.Unix(1, 0)) }
@@ -260,6 +264,11 @@ func (s *Server) Run(ctx context.Context) error {
 		go s.heartbeatBoard(done)
 	}
 	go every(usageSaveEvery, done, s.saveAccounts)
+	s.rosterDone = make(chan struct{})
+	go func() {
+		defer close(s.rosterDone)
+		s.writeRoster(done)
+	}()
 	err := s.loop(ctx)
 	close(done)
 	s.shutdown()
@@ -391,6 +400,9 @@ func (s *Server) shutdown() {
 		s.admin.close()
 	}
 	s.saveAccounts()
+	if s.rosterDone != nil {
+		<-s.rosterDone
+	}
 	s.pers.close()
 	if err := s.Record(nil); err != nil {
 		s.log.Error("decision record", "err", err)

@@ -348,6 +348,7 @@ func (s *Server) lookupProfile(model, key string, src netip.AddrPort) *profiler.
 // flush sends what the core decided and re-arms the read deadline. Called
 // with mu held.
 func (s *Server) flush() {
+	s.noteRoster()
 	r := s.core.Ready()
 	if s.debug {
 		s.logDecisions(&r)
