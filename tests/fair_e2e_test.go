@@ -46,23 +46,40 @@ func TestFairSharesAmongEquals(t *testing.T) {
 		fairPolicy = p
 		t.Logf("FIKIT_TEST_FAIR_POLICY: the fair modes run under %s", p)
 	}
-	out := filepath.Join(t.TempDir(), "fair.json")
-	r := runCmd(t, 5*time.Minute, nil, fikit, "bench", "fair", "--hp-runs", "150", "--json", out,
-		"--mode", "best-prio-fit", "--mode", fairPolicy, "--mode", fairPolicy+":2:1",
-		"--mode", "best-prio-fit:holders", "--mode", fairPolicy+":holders")
-	if r.ExitCode != 0 {
-		t.Fatalf("fikit bench fair: %s", r)
-	}
-	t.Logf("%s", r.Stdout)
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// One measurement; a second where the daemon's accounting disagreed
+	// with the device in some mode: the daemon had lost track of the
+	// services (for one, a host that starves a hook past --dead-after gets it
+	// dropped, and its launches go unscheduled), which says nothing about
+	// the policy. A policy that is wrong is wrong both times.
 	var res struct {
 		Modes []fairMode `json:"modes"`
 	}
-	if err := json.Unmarshal(b, &res); err != nil || len(res.Modes) != 5 {
-		t.Fatalf("results: %v, %d modes", err, len(res.Modes))
+	for attempt := 1; ; attempt++ {
+		out := filepath.Join(t.TempDir(), "fair.json")
+		r := runCmd(t, 5*time.Minute, nil, fikit, "bench", "fair", "--hp-runs", "150", "--json", out,
+			"--mode", "best-prio-fit", "--mode", fairPolicy, "--mode", fairPolicy+":2:1",
+			"--mode", "best-prio-fit:holders", "--mode", fairPolicy+":holders")
+		if r.ExitCode != 0 {
+			t.Fatalf("fikit bench fair: %s", r)
+		}
+		t.Logf("%s", r.Stdout)
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &res); err != nil || len(res.Modes) != 5 {
+			t.Fatalf("results: %v, %d modes", err, len(res.Modes))
+		}
+		lost := ""
+		for _, m := range res.Modes {
+			if acc, life := float64(m.ShortAccNs+m.LongAccNs), float64(m.ShortLifeNs+m.LongLifeNs); acc < 0.7*life || acc > 1.3*life {
+				lost = m.Policy
+			}
+		}
+		if lost == "" || attempt == 2 {
+			break
+		}
+		t.Logf("%s: the daemon's accounting disagrees with the device (it lost track of the services): measuring again", lost)
 	}
 	best, fair, weighted, bestHolders, fairHolders := res.Modes[0], res.Modes[1], res.Modes[2], res.Modes[3], res.Modes[4]
 	for _, m := range res.Modes {
