@@ -1,7 +1,9 @@
 # fikit — kernel-level priority scheduling for shared NVIDIA GPUs.
 #
 #   make          build everything into bin/
+#   make test-busy  make test with two busy loops on the host's CPUs (tests/busy.sh)
 #   make demo     the main job on the simulated GPU (no GPU needed)
+#   make demo-doc run it again into docs/demo.json and the README's demo block
 #   make test     every test (no GPU needed)
 #   make install  PREFIX=/usr/local DESTDIR=; make uninstall; make image (docs/deploy.md)
 #   make bench    the benchmark suite (fikit bench; BENCHFLAGS=--quick for the short one)
@@ -58,6 +60,12 @@ vet: cuda-headers
 # Unit tests in parallel; end-to-end tests one package at a time (they measure time).
 test: all vet test-c test-go fuzz-brief test-e2e
 
+# The suite must hold on a loaded host (issue 32): make test with two busy
+# loops spinning beside it; prints its time.
+.PHONY: test-busy
+test-busy:
+	tests/busy.sh $(MAKE) --no-print-directory test
+
 test-go: all
 	$(GOCUDA) FIKIT_BIN=$(BIN) $(GO) test $(GOTESTFLAGS) $$($(GO) list ./... | grep -v /tests)
 
@@ -66,6 +74,20 @@ test-e2e: all
 
 demo: all
 	$(BIN)/fikit demo
+
+# The README's demo block and its timeline picture come from one committed
+# run (docs/demo.json, docs/img/fikit-timeline.png; cmd/fikit/docs_test.go,
+# in make test, fails when the block and the file disagree): run the demo
+# again and rewrite them whenever the scheduler changes what it shows.
+.PHONY: demo-doc
+demo-doc: all
+	rm -rf build/demo; mkdir -p build/demo
+	$(BIN)/fikit demo --json --keep build/demo --record > build/demo/demo.json
+	$(BIN)/fikit trace --timeline build/demo/timeline.jsonl --decisions build/demo/decisions.jsonl \
+		--around-run 250 --runs 2 --png docs/img/fikit-timeline.png
+	cp build/demo/demo.json docs/demo.json
+	$(GO) test ./cmd/fikit -run '^TestReadmeDemo$$' -count=1 -rewrite-readme
+	$(GO) test ./cmd/fikit -run '^Test(ReadmeDemo|DocDefaults)$$' -count=1
 
 bench: all
 	$(BIN)/fikit bench $(BENCHFLAGS)

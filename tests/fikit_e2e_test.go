@@ -11,6 +11,7 @@ package tests
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -156,45 +157,53 @@ func protectsHighPriority(t *testing.T, pc pairCase) profileShowJSON {
 	// The scheduler, judged by what happened on the device, against what
 	// today's scheduler does on this device (docs/bench.md): a median run
 	// pays the switch back from the low-priority service, which filled the
-	// time before it; a fill the core packed for a 25 µs switch
-	// (--switch-cost) can end up to a switch late; the bound leaves a third
-	// switch for a host that delays the core's news of the run. A heavy
-	// run is one blocked more than a switch and the longer of one
+	// time before it; a fill can end up to a switch late; the bound leaves
+	// a third switch for a host that delays the core's news of the run. A
+	// heavy run is one blocked more than a switch and the longer of one
 	// low-priority kernel (kernels are not preempted) and a quarter of its
 	// JCT alone: the tail where the core let more than one kernel in.
-	if maxP50 := 300 * float64(dev.Switch) / float64(alone); fk.p50 > maxP50 {
-		t.Errorf("under fikit the high-priority runs were blocked %.2f%% of their JCT alone at the median, want ≤ %.1f%% (three %v switches)", fk.p50, maxP50, dev.Switch)
+	gpuWrong := func(fk interferenceFigures) []string {
+		var wrong []string
+		if maxP50 := 300 * float64(dev.Switch) / float64(alone); fk.p50 > maxP50 {
+			wrong = append(wrong, fmt.Sprintf("under fikit the high-priority runs were blocked %.2f%% of their JCT alone at the median, want ≤ %.1f%% (three %v switches)", fk.p50, maxP50, dev.Switch))
+		}
+		if fk.heavy > heavyRunsMaxPct {
+			wrong = append(wrong, fmt.Sprintf("under fikit %.0f%% of the high-priority runs were heavy (blocked over %s), want ≤ %.0f%%", fk.heavy, ms(heavyNs), heavyRunsMaxPct))
+		}
+		if fk.p50 > sh.p50/4 {
+			wrong = append(wrong, fmt.Sprintf("fikit's GPU interference (p50 %.2f%%) is not clearly below default sharing's (%.2f%%)", fk.p50, sh.p50))
+		}
+		return wrong
 	}
-	if fk.heavy > heavyRunsMaxPct {
-		t.Errorf("under fikit %.0f%% of the high-priority runs were heavy (blocked over %s), want ≤ %.0f%%", fk.heavy, ms(heavyNs), heavyRunsMaxPct)
-	}
-	if fk.p50 > sh.p50/4 {
-		t.Errorf("fikit's GPU interference (p50 %.2f%%) is not clearly below default sharing's (%.2f%%)", fk.p50, sh.p50)
-	}
-	// Wall clock and the low-priority service's progress only where the
-	// host let them be measured: both mix in the host's CPU contention,
-	// which comes and goes (the other packages of `make test` run beside
-	// this one). A fikit span that lost to default sharing on wall clock,
-	// or in which the host slowed the high-priority runs until they went
-	// back to back (no time between them to fill), or in which the
-	// low-priority service (launching from the same loaded host) filled
-	// too little of that time, is measured again, at
-	// most twice, after a pause: a scheduler that slows the service down or
-	// starves the low-priority one does so every time, a host that was busy
-	// for a moment does not stay busy.
-	for retry := 1; (fk.wall >= 0.85*sh.wall || fkShare.room < minRoom || fkShare.roomFill < minRoomFill) && retry <= measureRetries; retry++ {
-		t.Logf("fikit %.2fx on wall clock (host part %.2fx) vs default sharing %.2fx, %.0f%% of the span between HP runs: measuring fikit again (%d of %d)",
-			fk.wall, fk.host, sh.wall, 100*fkShare.room, retry, measureRetries)
+	// Wall clock is the host's as much as the scheduler's (CPU
+	// contention): logged here, measured by `fikit bench` and `fikit
+	// demo`, not judged. The rest only where the host let it be measured:
+	// a fikit span that failed the device's checks above, or in which the
+	// host slowed the high-priority runs until they went back to back (no
+	// time between them to fill), or in which the low-priority service
+	// (launching from the same loaded host) filled too little of that
+	// time, is measured again, at most twice, after a pause: a scheduler
+	// that lets the low priority in or starves it does so every time, a
+	// host that was busy for a moment does not stay busy (a host that
+	// stalls a hook or the daemon lets kernels in late).
+	for retry := 1; (len(gpuWrong(fk)) > 0 || fkShare.room < minRoom || fkShare.roomFill < minRoomFill) && retry <= measureRetries; retry++ {
+		msg := "the device's checks passed"
+		if w := gpuWrong(fk); len(w) > 0 {
+			msg = strings.Join(w, "; ")
+		}
+		t.Logf("%s; %.0f%% of the span between HP runs, %.0f%% of it filled: measuring fikit again (%d of %d)",
+			msg, 100*fkShare.room, 100*fkShare.roomFill, retry, measureRetries)
 		time.Sleep(measureRetryPause)
 		again := run(true, true)
 		fk = interference(t, again.hp, alone, heavyNs)
 		fkShare = lpInsideHP(again.hp, readTimeline(t, tl), again.hpPid)
-		t.Logf("again: fikit %.2fx (host part %.2fx), interference p50 %.2f%%; HP idle GPU time filled %.0f%%, time between HP runs %.0f%% of the span, filled %.0f%%",
-			fk.wall, fk.host, fk.p50, 100*fkShare.fill, 100*fkShare.room, 100*fkShare.roomFill)
+		t.Logf("again: fikit %.2fx (host part %.2fx), interference p50 / p90 / p99 %.2f%% / %.2f%% / %.2f%%, heavy runs %.0f%%; HP idle GPU time filled %.0f%%, time between HP runs %.0f%% of the span, filled %.0f%%",
+			fk.wall, fk.host, fk.p50, fk.p90, fk.p99, fk.heavy, 100*fkShare.fill, 100*fkShare.room, 100*fkShare.roomFill)
 	}
-	if fk.wall >= 0.85*sh.wall {
-		t.Errorf("default sharing (%.2fx) should hurt the high-priority service clearly more than fikit (%.2fx, host part %.2fx)", sh.wall, fk.wall, fk.host)
+	for _, w := range gpuWrong(fk) {
+		t.Error(w)
 	}
+	t.Logf("wall clock, not judged: default sharing %.2fx alone, fikit %.2fx (host part %.2fx)", sh.wall, fk.wall, fk.host)
 	// The low-priority service's progress is its GPU time in the time
 	// between high-priority runs (whole runs, about 30 ms of GPU time each,
 	// are logged, not judged). In-run gaps are not judged: they are mostly

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -41,6 +42,7 @@ func startServe(t testing.TB, dataDir, addr string, args ...string) *daemonProc 
 	if addr == "" {
 		addr = freeUDPAddr(t)
 	}
+	args = append(args, mechanismOff(t)...)
 	p := startCmd(t, nil, fikit, append([]string{"serve", "--data-dir", dataDir, "--listen", addr, "--log-level", "debug"}, args...)...)
 	d := &daemonProc{proc: p, addr: addr, dataDir: dataDir}
 	if !waitFor(10*time.Second, func() bool {
@@ -51,6 +53,19 @@ func startServe(t testing.TB, dataDir, addr string, args ...string) *daemonProc 
 		t.Fatalf("fikit serve did not come up: %s", r)
 	}
 	return d
+}
+
+// mechanismOff is FIKIT_TEST_SERVE_FLAGS split at spaces: flags appended
+// to every `fikit serve` a test starts, last, so that they win. It is how a
+// mechanism is turned off to show that its test fails without it
+// (docs/operations.md "Mechanism-off runs"), e.g.
+// FIKIT_TEST_SERVE_FLAGS=--hook-bound=false.
+func mechanismOff(t testing.TB) []string {
+	f := strings.Fields(os.Getenv("FIKIT_TEST_SERVE_FLAGS"))
+	if len(f) > 0 {
+		t.Logf("FIKIT_TEST_SERVE_FLAGS: fikit serve %s", strings.Join(f, " "))
+	}
+	return f
 }
 
 // stop ends the daemon with SIGTERM and checks it exits cleanly.

@@ -15,8 +15,9 @@ package tests
 //     service that is gone);
 //   - a resource's trend over the second half still rises (trend_test.go:
 //     Theil–Sen slope × the half's length against a tolerance per
-//     resource). RSS, heap and store size are judged only in runs of
-//     5 minutes or more: shorter ones are still warming up.
+//     resource). Runs shorter than 5 minutes are still warming up
+//     (docs/operations.md "Soak"): there RSS and heap are judged with a
+//     wider margin that only a gross leak exceeds, and the store not.
 //
 // FIKIT_SOAK=<duration> sets how long it runs (`make soak`, SOAK=30m);
 // unset it runs briefly (`make test`). FIKIT_SOAK_REPORT names a file for
@@ -205,8 +206,8 @@ func TestSoak(t *testing.T) {
 	}{
 		{"open descriptors", col(func(s soakSample) float64 { return s.fds }), 2, 0, true},
 		{"goroutines", col(func(s soakSample) float64 { return s.goroutines }), 3, 0.05, true},
-		{"RSS", col(func(s soakSample) float64 { return s.rss }), 8 << 20, 0.10, long},
-		{"Go heap in use", col(func(s soakSample) float64 { return s.heap }), 4 << 20, 0.10, long},
+		{"RSS", col(func(s soakSample) float64 { return s.rss }), pick(long, 8<<20, 32<<20), pick(long, 0.10, 0.50), true},
+		{"Go heap in use", col(func(s soakSample) float64 { return s.heap }), pick(long, 4<<20, 16<<20), pick(long, 0.10, 0.50), true},
 		{"store on disk", col(func(s soakSample) float64 { return s.storeDisk }), 1 << 20, 0.10, long},
 	}
 	for _, c := range checks {
@@ -220,6 +221,14 @@ func TestSoak(t *testing.T) {
 			}
 		}
 	}
+}
+
+// pick is long's value in a long soak, else short's.
+func pick(long bool, longV, shortV float64) float64 {
+	if long {
+		return longV
+	}
+	return shortV
 }
 
 // soakDrive applies a fate to a started service and checks how it ended;

@@ -309,13 +309,29 @@ func modeOf(hp *harness.Result, pair *harness.PairResult, aloneJCTs []int64) Dem
 }
 
 func printDemo(w io.Writer, r *DemoResult) {
-	ms := func(ns int64) string { return fmt.Sprintf("%.2f ms", float64(ns)/1e6) }
 	dev := r.Device
 	if r.SimGPU != "" {
 		dev += " (device " + r.SimGPU + ")"
 	}
 	fmt.Fprintf(w, "\non %s (board %s): high priority %s, one request every interval; low priority %s, back to back\n\n",
 		dev, r.Board, r.HPTrace, r.LPTrace)
+	printDemoTable(w, r)
+	fk, sh := r.Fikit.Interference, r.Sharing.Interference
+	fmt.Fprintf(w, "\nUnder fikit the high-priority p50 JCT is %.2fx its JCT alone (default sharing: %.2fx),\n"+
+		"while the low-priority service still completes %.0f%% of the runs it completes under default sharing.\n",
+		r.Fikit.HPRatio, r.Sharing.HPRatio, pct(r.Fikit.LPRate, r.Sharing.LPRate))
+	if fk.Runs > 0 && sh.Runs > 0 {
+		fmt.Fprintf(w, "Of the slowdown, the GPU (other services' kernels ahead of the high-priority ones, ground truth\n"+
+			"from the simulated device) accounts for %.1f%% of its JCT alone at the median under fikit (%.1f%% under\n"+
+			"default sharing); the rest is the host's (runs without their GPU wait: %.2fx and %.2fx alone).\n",
+			fk.P50Pct, sh.P50Pct, fk.HostRatio, sh.HostRatio)
+	}
+}
+
+// printDemoTable is the demo's table of modes (the README's is generated
+// from a committed run's --json by it: docs_test.go).
+func printDemoTable(w io.Writer, r *DemoResult) {
+	ms := func(ns int64) string { return fmt.Sprintf("%.2f ms", float64(ns)/1e6) }
 	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "mode\tHP p50 JCT\tHP p99 JCT\tHP p50 vs alone\tHP GPU interference p50 / p99\tLP runs done\tLP runs/s\tHP idle GPU filled\t")
 	fmt.Fprintf(tw, "HP alone\t%s\t%s\t%.2fx\t-\t-\t-\t-\t\n", ms(r.Alone.HPp50Ns), ms(r.Alone.HPp99Ns), 1.0)
@@ -332,16 +348,6 @@ func printDemo(w io.Writer, r *DemoResult) {
 			m.m.HPRatio, interferenceCell(m.m.Interference), m.m.LPRuns, m.m.LPRate, fill)
 	}
 	tw.Flush()
-	fk, sh := r.Fikit.Interference, r.Sharing.Interference
-	fmt.Fprintf(w, "\nUnder fikit the high-priority p50 JCT is %.2fx its JCT alone (default sharing: %.2fx),\n"+
-		"while the low-priority service still completes %.0f%% of the runs it completes under default sharing.\n",
-		r.Fikit.HPRatio, r.Sharing.HPRatio, pct(r.Fikit.LPRate, r.Sharing.LPRate))
-	if fk.Runs > 0 && sh.Runs > 0 {
-		fmt.Fprintf(w, "Of the slowdown, the GPU (other services' kernels ahead of the high-priority ones, ground truth\n"+
-			"from the simulated device) accounts for %.1f%% of its JCT alone at the median under fikit (%.1f%% under\n"+
-			"default sharing); the rest is the host's (runs without their GPU wait: %.2fx and %.2fx alone).\n",
-			fk.P50Pct, sh.P50Pct, fk.HostRatio, sh.HostRatio)
-	}
 }
 
 // interferenceCell is "p50% / p99%", or "-" where the device could not say.

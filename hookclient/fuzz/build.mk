@@ -4,10 +4,12 @@
 #   make fuzz-c-brief   every target for CFUZZ_RUNS executions (in make test)
 #   make fuzz-c         every target for CFUZZ_SECONDS each (in make fuzz)
 #
-# With clang's libFuzzer (Debian: apt-get install clang) the targets are
+# With clang's libFuzzer (Debian bookworm: apt-get install clang
+# libclang-rt-14-dev; .ci/run installs both) the targets are
 # coverage-guided; without it they are built with gcc around replay.c,
 # which runs the seeds and CFUZZ_RUNS deterministic mutations of them. Both
-# run under ASan and UBSan. Seeds come from the shared test vectors
+# run under ASan and UBSan. Under CI (CI=true, or CFUZZ_REQUIRE_LIBFUZZER=1)
+# a missing libFuzzer fails the build instead: CI must fuzz for real. Seeds come from the shared test vectors
 # (seeds.sh); the corpus grows in build/fuzz/corpus/, crashes land in
 # build/fuzz/artifacts/.
 
@@ -26,6 +28,7 @@ CFUZZ_CC      ?= clang
 # libFuzzer if CFUZZ_CC links a trivial target with -fsanitize=fuzzer.
 FUZZ_ENGINE = $(shell printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n){(void)d;(void)n;return 0;}' | \
 	$(CFUZZ_CC) -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1 && echo libfuzzer || echo replay)
+CFUZZ_REQUIRE_LIBFUZZER ?= $(if $(filter true 1,$(CI)),1,0)
 FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS  = -std=gnu11 -O1 -g -D_GNU_SOURCE $(CWARN) -I$(HOOK_DIR) -I$(FUZZ_DIR) -I$(CUDA_ROOT)/include $(FUZZ_SAN)
 
@@ -33,6 +36,10 @@ FUZZ_CFLAGS  = -std=gnu11 -O1 -g -D_GNU_SOURCE $(CWARN) -I$(HOOK_DIR) -I$(FUZZ_D
 fuzz-c-build: cuda-headers
 	@mkdir -p $(FUZZ_BUILD)
 	@engine=$(FUZZ_ENGINE); echo "== C fuzz targets: $$engine"; \
+	if [ $$engine != libfuzzer ] && [ "$(CFUZZ_REQUIRE_LIBFUZZER)" = 1 ]; then \
+	  echo "$(CFUZZ_CC) cannot link -fsanitize=fuzzer (Debian: apt-get install clang libclang-rt-14-dev);" \
+	    "CI=true (CFUZZ_REQUIRE_LIBFUZZER=1) needs libFuzzer, not the replay.c fallback" >&2; exit 1; \
+	fi; \
 	for t in $(FUZZ_C_TARGETS); do \
 	  case $$t in decode) srcs="$(FUZZ_SRCS_decode)";; auth) srcs="$(FUZZ_SRCS_auth)";; \
 	    board) srcs="$(FUZZ_SRCS_board)";; config) srcs="$(FUZZ_SRCS_config)";; esac; \

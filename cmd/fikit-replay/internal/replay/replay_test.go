@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -324,22 +325,83 @@ func TestReplayOwnHostTimes(t *testing.T) {
 	}
 }
 
+// TestReplayOpenLoop: arrivals follow a fixed schedule (base + i·interval),
+// not the previous run's end, and each run reports how late after its
+// arrival it started. Judged on any host: the arrivals the runs report
+// (start − wait_ns) are exactly the schedule, whatever the host delayed;
+// lateness beyond queueing against this host's lateness measured beside
+// the replay, not against a fixed margin on the host's clock.
 func TestReplayOpenLoop(t *testing.T) {
+	// The interval is long beside a run (about 2.6 ms here), so that a
+	// replayer that waits an interval too long is late by most of one.
+	const runs, interval = 8, int64(20_000_000)
+	// The host, measured while the replay runs: how late a thread that
+	// waits as the replayer does (waitUntil) wakes for a deadline.
+	var hostLate []int64
+	stop, probed := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(probed)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			due := MonoNs() + 1_000_000
+			now, _ := waitUntil(due, nil)
+			hostLate = append(hostLate, now-due)
+		}
+	}()
 	dev := &fakeDevice{}
-	out, err := runFake(t, dev, "--trace", "h100/mobilenet_4_fwd", "--runs", "4", "--cpu-ns", "0",
-		"--interval", "10ms", "--json", "-q")
+	out, err := runFake(t, dev, "--trace", "h100/mobilenet_4_fwd", "--runs", fmt.Sprint(runs), "--cpu-ns", "0",
+		"--interval", "20ms", "--json", "-q")
+	close(stop)
+	<-probed
 	if err != nil {
 		t.Fatal(err)
 	}
 	j := parseJSON(t, out)
-	for i := 1; i < len(j.runs); i++ {
-		d := j.runs[i].StartNs - j.runs[0].StartNs
-		if want := int64(i) * 10_000_000; d < want-100_000 || d > want+5_000_000 {
-			t.Errorf("run %d starts %d ns after run 0, want ≈ %d", i, d, want)
+	if len(j.runs) != runs {
+		t.Fatalf("%d runs, want %d", len(j.runs), runs)
+	}
+	for i, r := range j.runs {
+		if r.WaitNs == nil {
+			t.Fatalf("open-loop run %d without wait_ns", i)
 		}
-		if j.runs[i].WaitNs == nil {
-			t.Errorf("open-loop run %d without wait_ns", i)
+		if *r.WaitNs < 0 {
+			t.Errorf("run %d: wait_ns %d < 0", i, *r.WaitNs)
 		}
+	}
+	// The schedule, exactly: run i arrived i intervals after run 0 did.
+	arrival := func(i int) int64 { return j.runs[i].StartNs - *j.runs[i].WaitNs }
+	for i := 1; i < runs; i++ {
+		if d, want := arrival(i)-arrival(0), int64(i)*interval; d != want {
+			t.Errorf("run %d arrived %d ns after run 0, want %d (start %d, wait %d)", i, d, want, j.runs[i].StartNs, *j.runs[i].WaitNs)
+		}
+	}
+	// Late only by queueing or the host: a run's wait beyond the time the
+	// previous run still held the replayer is the host's doing. The bound
+	// is this host's, measured beside the replay: the median run may be
+	// late beyond its queueing by half an interval plus twice the p90 of
+	// the probe's lateness; a replayer that waits an interval too long is
+	// later than that on most runs.
+	var excess []int64
+	for i := 1; i < runs; i++ {
+		prevEnd := j.runs[i-1].StartNs + j.runs[i-1].JCTNs
+		queued := max(prevEnd-arrival(i), 0)
+		excess = append(excess, *j.runs[i].WaitNs-queued)
+	}
+	slices.Sort(excess)
+	if len(hostLate) == 0 {
+		t.Fatal("the host probe woke no time during the replay")
+	}
+	slices.Sort(hostLate)
+	p90 := hostLate[len(hostLate)*9/10]
+	if limit := interval/2 + 2*p90; excess[len(excess)/2] > limit {
+		t.Errorf("runs started a median %d ns late beyond their queueing (%v), want ≤ %d (half an interval and twice this host's p90 lateness, %d ns over %d probes)",
+			excess[len(excess)/2], excess, limit, p90, len(hostLate))
 	}
 	// Runs longer than the interval queue up: they start back to back and wait.
 	dev = &fakeDevice{}
