@@ -38,10 +38,9 @@
 // Without --json: a two-line human summary with the analytic JCT beside the
 // measured one. Progress and errors go to stderr.
 //
-// The CUDA binding is gorgonia.org/cu, whose package init calls cuInit: that
-// is why the replayer is a binary of its own, and why even `gen` and `ptx`
-// need a libcuda.so.1 to start. For the same reason this package has no Go
-// tests (its test binary could not start without one): the logic lives in
+// The CUDA binding (cuda.go) opens libcuda.so.1 with dlopen and calls cuInit
+// only when a replay opens its device: --help, `gen` and `ptx` start where no
+// driver is installed and create no simgpu device. The logic lives in
 // internal/replay, tested with a fake device, and tests/replay_test.go runs
 // the binary on simgpu. Exit status: 0 success, 2 usage error, 1 any
 // other error (unreadable trace, CUDA error).
