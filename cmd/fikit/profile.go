@@ -66,7 +66,7 @@ func profileAction(nargs int, fn func(c *cli.Context, args []string) error) cli.
 			return nil
 		}
 		if err != nil {
-			return &exitError{code: 2, err: err}
+			return &exitError{code: 2, err: fmt.Errorf("%s: %w (see '%s --help')", strings.TrimPrefix(c.Command.HelpName, "fikit "), readableFlagError(err), c.Command.HelpName)}
 		}
 		if len(args) != nargs {
 			return &exitError{code: 2, err: fmt.Errorf("%s: want %d argument(s) (%s), got %d",
@@ -112,7 +112,7 @@ func interspersedFlags(c *cli.Context) ([]string, error) {
 			}
 		}
 		if flag == nil {
-			return nil, fmt.Errorf("flag provided but not defined: %s", tok)
+			return nil, fmt.Errorf("flag provided but not defined: -%s", strings.TrimLeft(name, "-"))
 		}
 		if _, isBool := flag.(*cli.BoolFlag); isBool && !hasValue {
 			value = "true"
