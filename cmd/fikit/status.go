@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"text/tabwriter"
 	"time"
 
@@ -27,6 +29,9 @@ func statusCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageError(c, "status takes no arguments")
+			}
+			if err := checkDataDir(c.String("data-dir")); err != nil {
+				return err
 			}
 			raw, err := fetchStatus(c.Context, daemon.SocketPath(c.String("data-dir")))
 			if err != nil {
@@ -64,6 +69,9 @@ func fetchStatus(ctx context.Context, socket string) ([]byte, error) {
 		return nil, err
 	}
 	resp, err := client.Do(req)
+	if errors.Is(err, os.ErrPermission) {
+		return nil, accessError(socket, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("no daemon answering on %s (is fikit serve running with this --data-dir?): %w", socket, err)
 	}
