@@ -291,6 +291,15 @@ func (d *cudaDevice) Close() error {
 	return errors.Join(errs...)
 }
 
+// exitProcess ends the process with the C library's exit, which runs the
+// atexit handlers: fikit's hook (LD_PRELOAD) ships the last measurements
+// and says Goodbye in its handler. Go's own exit skips them, and the
+// daemon logged every replay's normal end as a task that exited without
+// one.
+func exitProcess(code int) {
+	C.exit(C.int(code))
+}
+
 // cuError is a CUresult as an error.
 type cuError int
 

@@ -27,7 +27,10 @@
 // Under fikit's hook the replayer calls the hook's fikit_flush() (found
 // with dlsym, so it runs the same without the hook) after its last run and
 // before it releases its context: a Go program's exit runs no atexit
-// handler, and the hook's measurements of the last run were lost.
+// handler, and the hook's measurements of the last run were lost. It then
+// ends through the C library's exit(3), which runs the hook's atexit
+// handler: the hook says Goodbye, and the daemon does not take the end for
+// a crash.
 //
 // Output with --json, one JSON object per line: per measured run
 // {"run":i,"start_ns":…,"jct_ns":…,"kernels":…} (start_ns is CLOCK_MONOTONIC,

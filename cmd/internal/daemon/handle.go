@@ -150,6 +150,9 @@ func (s *Server) handle(b []byte, src netip.AddrPort) {
 	case *udp.Goodbye:
 		id := scheduler.TaskID(m.TaskID)
 		if s.step(scheduler.TaskLeft{Now: now, Task: id}, src) {
+			if ta := s.tasks[id]; ta != nil {
+				s.log.Info("task left", "task", id, "key", ta.key)
+			}
 			s.removeTask(id)
 			s.exits.forget(id)
 		}
