@@ -84,6 +84,9 @@ type Server struct {
 	// nextID is the next task ID to hand out.
 	nextID uint32
 	tasks  map[scheduler.TaskID]*taskAddr
+	// usageSampledAt is when the tasks' GPU time was last sampled
+	// (activity.go).
+	usageSampledAt int64
 	// errLimit rate-limits Error replies to bad datagrams.
 	errLimit bucket
 	// srcLog rate-limits the log lines datagrams cause, per source.
@@ -138,6 +141,8 @@ type taskAddr struct {
 	// token is the registration's secret (RegisterAck): a hook that said
 	// it sends it (HookSendsToken) is heard only with it. 0: not required.
 	token uint64
+	// act is what it did lately, for the status (activity.go).
+	act activity
 }
 
 // New binds the socket and prepares the core; Run serves.
