@@ -18,10 +18,11 @@ import (
 const statusWindow = int64(10e9)
 
 // Bounds on what is kept per task: runs ended within the window (a faster
-// service's figures are over its last maxWindowRuns runs), and GPU time
-// samples, one per usageSampleEvery at most.
+// service's figures are over its last maxWindowRuns/2 to maxWindowRuns
+// runs, a shorter window), and GPU time samples, one per usageSampleEvery
+// at most.
 const (
-	maxWindowRuns    = 512
+	maxWindowRuns    = 2048
 	usageSampleEvery = int64(500e6)
 	maxUsageSamples  = int(statusWindow/usageSampleEvery) + 2
 )
@@ -45,15 +46,20 @@ type activity struct {
 	sinceNs  int64  // registered
 	runsDone uint64 // RunEnds received
 	runs     []runSample
-	discards scheduler.DiscardCounts
-	usage    []usageSample
+	// droppedEndNs is when the latest run dropped to make room ended:
+	// within the window, the window is shortened to the runs kept.
+	droppedEndNs int64
+	discards     scheduler.DiscardCounts
+	usage        []usageSample
 }
 
 // runEnded notes a RunEnd that came at now for a run of runNs.
 func (a *activity) runEnded(now, runNs int64) {
 	a.runsDone++
 	if len(a.runs) == maxWindowRuns {
-		a.runs = slices.Delete(a.runs, 0, 1)
+		// Drop the older half at once: each run is copied once on average.
+		a.droppedEndNs = a.runs[maxWindowRuns/2-1].endNs
+		a.runs = slices.Delete(a.runs, 0, maxWindowRuns/2)
 	}
 	a.runs = append(a.runs, runSample{endNs: now, runNs: max(runNs, 0)})
 	a.trimRuns(now)
@@ -108,6 +114,9 @@ type WindowStats struct {
 func (a *activity) window(now, usedNs int64) WindowStats {
 	a.trimRuns(now)
 	w := WindowStats{WindowNs: min(statusWindow, max(now-a.sinceNs, 0)), WindowRuns: len(a.runs)}
+	if a.droppedEndNs > now-w.WindowNs {
+		w.WindowNs = now - a.droppedEndNs // the runs kept ended after it
+	}
 	if n := len(a.runs); n > 0 {
 		lens := make([]int64, n)
 		var inRun int64

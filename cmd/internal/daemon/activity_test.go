@@ -23,15 +23,25 @@ func feed(a *activity, start, everyNs, runNs int64, n int) (end int64) {
 // share of time in runs telling a closed loop from a periodic service,
 // and the GPU share from samples of the GPU time used.
 func TestActivityWindow(t *testing.T) {
-	// Back to back: 3 ms runs, one ending every 3.05 ms, for 20 s.
+	// Back to back: 40 ms runs, one ending every 40.5 ms, for 20 s.
 	var a activity
-	end := feed(&a, 3*ms, 3*ms+ms/20, 3*ms, 6557)
+	end := feed(&a, 40*ms, 40*ms+ms/2, 40*ms, 494)
 	w := a.window(end, 0)
-	if w.WindowNs != statusWindow || w.WindowRuns != maxWindowRuns {
-		t.Errorf("window %d ns, %d runs; want %d ns and the last %d runs", w.WindowNs, w.WindowRuns, statusWindow, maxWindowRuns)
+	if w.WindowNs != statusWindow || w.WindowRuns != 247 {
+		t.Errorf("window %d ns, %d runs; want %d ns and the 247 runs in it", w.WindowNs, w.WindowRuns, statusWindow)
 	}
-	if w.P50RunNs != 3*ms || !w.BackToBack || w.InRunFraction < 0.95 {
+	if w.P50RunNs != 40*ms || !w.BackToBack || w.InRunFraction < 0.95 {
 		t.Errorf("back to back: p50 %d, in runs %.2f, back-to-back %v", w.P50RunNs, w.InRunFraction, w.BackToBack)
+	}
+	// A faster service: its last runs, over the time they cover, give
+	// its rate.
+	a = activity{}
+	end = feed(&a, ms, ms, ms, 30000)
+	w = a.window(end, 0)
+	if w.WindowRuns < maxWindowRuns/2 || w.WindowRuns > maxWindowRuns || w.WindowNs >= statusWindow ||
+		w.WindowNs != int64(w.WindowRuns)*ms {
+		t.Errorf("1000 runs/s: window %d ns, %d runs; want %d to %d runs over the time they cover", w.WindowNs, w.WindowRuns,
+			maxWindowRuns/2, maxWindowRuns)
 	}
 
 	// Periodic: a 3 ms run every 10 ms, 2 s after registering.
