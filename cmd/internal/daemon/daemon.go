@@ -78,6 +78,9 @@ type Server struct {
 	// onDeadlineRead, if set, runs when a read returned at its deadline,
 	// before the loop clears it (tests: the shutdown's wake-up races it).
 	onDeadlineRead func()
+	// beforeReap, if set, runs in the loop before it takes the exited
+	// tasks (tests: a Goodbye and an exit that come meanwhile).
+	beforeReap func()
 
 	mu   sync.Mutex // guards everything below; held while the core works
 	core *scheduler.Node
@@ -337,6 +340,15 @@ func (s *Server) loop(ctx context.Context) error {
 				// ICMP errors from a vanished hook surface here: not fatal.
 				s.log.Debug("read", "err", err)
 			}
+		}
+		if s.beforeReap != nil {
+			s.beforeReap()
+		}
+		// A hook says Goodbye before its process ends: what is queued now
+		// is read before an exit is judged, or a busy daemon takes every
+		// normal end for one without Goodbye.
+		if s.exits.pending() {
+			s.drainQueue(handle)
 		}
 		s.mu.Lock()
 		s.reapExited()
