@@ -40,8 +40,8 @@ fikit:
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/fikit ./cmd/fikit
 
-# gorgonia.org/cu links against -lcuda: the NVIDIA stub provides every symbol it
-# references; at run time lazy binding lets it run on bin/simgpu/libcuda.so.1.
+# fikit-replay compiles against cuda.h and dlopens libcuda.so.1 when it first
+# opens a device (cmd/fikit-replay/cuda.go): --help, gen and ptx need no driver.
 replay: cuda-headers
 	@mkdir -p $(BIN)
 	$(GOCUDA) $(GO) build -o $(BIN)/fikit-replay ./cmd/fikit-replay

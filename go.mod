@@ -14,7 +14,6 @@ require (
 	github.com/vmihailenco/msgpack/v5 v5.4.1
 	golang.org/x/sys v0.49.0
 	gonum.org/v1/plot v0.17.0
-	gorgonia.org/cu v0.9.6
 )
 
 require (

@@ -8,6 +8,7 @@ package tests
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/fikit/fikit/simgpu/timeline"
 	"math"
@@ -432,5 +433,33 @@ func TestReplayMalformedTraces(t *testing.T) {
 		if r := runCmd(t, 30*time.Second, env, replay, args...); r.ExitCode != 2 || !strings.Contains(r.Stderr, "--help") {
 			t.Errorf("%q: want usage error (exit 2), got %v", args, r)
 		}
+	}
+}
+
+// TestReplayHelpTouchesNoDevice: --help, gen and ptx work where no
+// libcuda.so.1 can be found (the replayer once linked -lcuda and failed to
+// start), and with simgpu's driver on the path they create no simulated
+// device (its package init once called cuInit, which makes simgpu's shared
+// segment). A replay without a driver fails with a clear error.
+func TestReplayHelpTouchesNoDevice(t *testing.T) {
+	bins := requireBins(t, "fikit-replay", "simgpu/libcuda.so.1")
+	replay := bins[0]
+	noDriver := simgpuEnv(t, uniqueShm(t), "LD_LIBRARY_PATH="+t.TempDir())
+	for _, args := range [][]string{{"--help"}, {"gen", "--help"}, {"ptx", "--trace", "h100/bert_2_fwd"}} {
+		r := runCmd(t, 30*time.Second, noDriver, replay, args...)
+		if r.ExitCode != 0 || r.Stdout == "" || strings.Contains(r.Stderr, "libcuda") {
+			t.Errorf("%q without a driver: want exit 0 and output, got %v", args, r)
+		}
+	}
+	r := runCmd(t, 30*time.Second, noDriver, replay, "--trace", "h100/bert_2_fwd", "--runs", "1")
+	if r.ExitCode != 1 || !strings.Contains(r.Stderr, "cannot load the CUDA driver") || !strings.Contains(r.Stderr, "libcuda.so.1") {
+		t.Errorf("a replay without a driver: want exit 1 naming libcuda.so.1, got %v", r)
+	}
+	shm := uniqueShm(t)
+	if r := runCmd(t, 30*time.Second, replayEnv(t, shm, "fifo", ""), replay, "--help"); r.ExitCode != 0 {
+		t.Fatalf("--help on simgpu: %v", r)
+	}
+	if _, err := os.Stat("/dev/shm" + shm); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("--help created simgpu's segment /dev/shm%s (stat: %v)", shm, err)
 	}
 }

@@ -27,7 +27,10 @@
 // Under fikit's hook the replayer calls the hook's fikit_flush() (found
 // with dlsym, so it runs the same without the hook) after its last run and
 // before it releases its context: a Go program's exit runs no atexit
-// handler, and the hook's measurements of the last run were lost.
+// handler, and the hook's measurements of the last run were lost. It then
+// ends through the C library's exit(3), which runs the hook's atexit
+// handler: the hook says Goodbye, and the daemon does not take the end for
+// a crash.
 //
 // Output with --json, one JSON object per line: per measured run
 // {"run":i,"start_ns":…,"jct_ns":…,"kernels":…} (start_ns is CLOCK_MONOTONIC,
@@ -38,10 +41,9 @@
 // Without --json: a two-line human summary with the analytic JCT beside the
 // measured one. Progress and errors go to stderr.
 //
-// The CUDA binding is gorgonia.org/cu, whose package init calls cuInit: that
-// is why the replayer is a binary of its own, and why even `gen` and `ptx`
-// need a libcuda.so.1 to start. For the same reason this package has no Go
-// tests (its test binary could not start without one): the logic lives in
+// The CUDA binding (cuda.go) opens libcuda.so.1 with dlopen and calls cuInit
+// only when a replay opens its device: --help, `gen` and `ptx` start where no
+// driver is installed and create no simgpu device. The logic lives in
 // internal/replay, tested with a fake device, and tests/replay_test.go runs
 // the binary on simgpu. Exit status: 0 success, 2 usage error, 1 any
 // other error (unreadable trace, CUDA error).

@@ -15,10 +15,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args, os.Stdout)
 	stop()
+	code := 0
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "fikit-replay: %v\n", err)
-		os.Exit(replay.ExitCode(err))
+		code = replay.ExitCode(err)
 	}
+	exitProcess(code)
 }
 
 // run is the whole program: main only supplies the process's context,

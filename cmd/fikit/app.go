@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
@@ -63,7 +64,51 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return cli.ShowAppHelp(c)
 		},
 	}
+	app.OnUsageError = usageErrorHandler(app.Name)
+	for _, cmd := range app.Commands {
+		setUsageErrorHandlers(cmd, app.Name)
+	}
 	return app.RunContext(ctx, args)
+}
+
+// setUsageErrorHandlers gives cmd and its subcommands (their path below
+// parent, e.g. "fikit profile") usageErrorHandler: urfave/cli's default
+// prints the error, the whole help, and main prints the error again.
+func setUsageErrorHandlers(cmd *cli.Command, parent string) {
+	path := parent + " " + cmd.Name
+	if cmd.OnUsageError == nil {
+		cmd.OnUsageError = usageErrorHandler(path)
+	}
+	for _, sub := range cmd.Subcommands {
+		setUsageErrorHandlers(sub, path)
+	}
+}
+
+// usageErrorHandler turns a flag parsing error of the command at path into
+// one line with a pointer to its help, exit status 2.
+func usageErrorHandler(path string) cli.OnUsageErrorFunc {
+	return func(_ *cli.Context, err error, _ bool) error {
+		name := strings.TrimPrefix(strings.TrimPrefix(path, "fikit"), " ")
+		if name != "" {
+			name += ": "
+		}
+		return &exitError{code: 2, err: fmt.Errorf("%s%w (see '%s --help')", name, readableFlagError(err), path)}
+	}
+}
+
+// readableFlagError names an unknown flag as it is written (the flag
+// package says "-data-dirr" of --data-dirr).
+func readableFlagError(err error) error {
+	const unknown = "flag provided but not defined: -"
+	msg := err.Error()
+	if !strings.HasPrefix(msg, unknown) {
+		return err
+	}
+	flag := strings.TrimLeft(strings.TrimPrefix(msg, unknown), "-")
+	if len(flag) > 1 {
+		flag = "-" + flag
+	}
+	return fmt.Errorf("unknown flag -%s", flag)
 }
 
 func versionCommand() *cli.Command {

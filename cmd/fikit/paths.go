@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -93,4 +94,39 @@ func dataDirFlag() *cli.StringFlag {
 		Value:   defaultDataDir(),
 		EnvVars: []string{"FIKIT_DATA_DIR"},
 	}
+}
+
+// errNoDataDir is wrapped by the error of a command given a data directory
+// that does not exist: reading one would show an empty store, or no daemon,
+// where the user most likely mistyped the path.
+var errNoDataDir = errors.New("no such data directory")
+
+// errNoAccess is wrapped by the error of a command that may not open the
+// daemon's data directory or admin socket.
+var errNoAccess = errors.New("permission denied")
+
+// checkDataDir is nil when dir exists and is a directory, for commands that
+// read a data directory (fikit serve creates one).
+func checkDataDir(dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%w: %s (fikit serve creates it; choose another with --data-dir or FIKIT_DATA_DIR)", errNoDataDir, dir)
+	case err != nil:
+		return accessError(dir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("%w: %s is not a directory", errNoDataDir, dir)
+	}
+	return nil
+}
+
+// accessError explains err, a failure to open path (the data directory or
+// something in it), when it is a permission problem, and what to do.
+func accessError(path string, err error) error {
+	if !errors.Is(err, os.ErrPermission) {
+		return err
+	}
+	return fmt.Errorf("%w on %s: the daemon's data directory and admin socket are open to its user and, when "+
+		"fikit serve runs with --group GROUP, to GROUP's members (read-only); ask for --group (or to join its "+
+		"group, then log in again) or run as the daemon's user (docs/security.md)", errNoAccess, path)
 }

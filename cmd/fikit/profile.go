@@ -66,7 +66,7 @@ func profileAction(nargs int, fn func(c *cli.Context, args []string) error) cli.
 			return nil
 		}
 		if err != nil {
-			return &exitError{code: 2, err: err}
+			return &exitError{code: 2, err: fmt.Errorf("%s: %w (see '%s --help')", strings.TrimPrefix(c.Command.HelpName, "fikit "), readableFlagError(err), c.Command.HelpName)}
 		}
 		if len(args) != nargs {
 			return &exitError{code: 2, err: fmt.Errorf("%s: want %d argument(s) (%s), got %d",
@@ -112,7 +112,7 @@ func interspersedFlags(c *cli.Context) ([]string, error) {
 			}
 		}
 		if flag == nil {
-			return nil, fmt.Errorf("flag provided but not defined: %s", tok)
+			return nil, fmt.Errorf("flag provided but not defined: -%s", strings.TrimLeft(name, "-"))
 		}
 		if _, isBool := flag.(*cli.BoolFlag); isBool && !hasValue {
 			value = "true"
@@ -132,8 +132,14 @@ func interspersedFlags(c *cli.Context) ([]string, error) {
 
 // openStore opens the profile store of the data directory: Badger directly,
 // or the daemon's socket when the daemon holds the directory. A read-only
-// command on a directory without a store sees an empty one.
+// command on a directory without a store sees an empty one; on a directory
+// that does not exist it fails (errNoDataDir).
 func openStore(dataDir string, create bool) (store.Store, error) {
+	if !create {
+		if err := checkDataDir(dataDir); err != nil {
+			return nil, err
+		}
+	}
 	_, err := os.Stat(filepath.Join(dataDir, "MANIFEST"))
 	if errors.Is(err, os.ErrNotExist) && !create {
 		return store.NewMemory(), nil
@@ -150,6 +156,9 @@ func openStore(dataDir string, create bool) (store.Store, error) {
 	sock := socketPath(dataDir)
 	r := store.Remote(sock)
 	if _, rerr := r.List(); rerr != nil {
+		if errors.Is(rerr, os.ErrPermission) {
+			return nil, accessError(sock, rerr)
+		}
 		return nil, fmt.Errorf("profile store %s cannot be opened (%w), and the daemon socket %s does not answer: %w",
 			dataDir, err, sock, rerr)
 	}

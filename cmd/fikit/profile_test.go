@@ -155,20 +155,45 @@ func TestProfileUnknownKey(t *testing.T) {
 		{"profile", "export", "nope", "--data-dir", dir},
 		{"profile", "rm", "nope", "--data-dir", dir},
 		{"profile", "show", "a", "--gpu", "Other", "--data-dir", dir},
-		{"profile", "show", "nope", "--data-dir", filepath.Join(dir, "missing")},
 	} {
 		_, err := fikit(t, args...)
 		if err == nil || exitCode(err) == 0 || !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), "no profile for task key") {
 			t.Errorf("%v: %v", args, err)
 		}
 	}
-	// Reading a directory without a store creates nothing.
-	if _, err := os.Stat(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("show created the data directory: %v", err)
+	// An existing directory without a store is an empty one.
+	empty := filepath.Join(dir, "empty")
+	if err := os.Mkdir(empty, 0o700); err != nil {
+		t.Fatal(err)
 	}
-	out := mustFikit(t, "profile", "ls", "--json", "--data-dir", filepath.Join(dir, "missing"))
+	out := mustFikit(t, "profile", "ls", "--json", "--data-dir", empty)
 	if strings.TrimSpace(out) != "[]" {
 		t.Errorf("ls of an empty directory: %q", out)
+	}
+}
+
+// A data directory that does not exist is an error, status non-zero, for
+// every command that reads one (it printed an empty table, status 0), and
+// reading it creates nothing.
+func TestMissingDataDirIsAnError(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, args := range [][]string{
+		{"profile", "ls"},
+		{"profile", "ls", "--json"},
+		{"profile", "show", "nope"},
+		{"profile", "export", "nope"},
+		{"profile", "rm", "nope"},
+		{"profile", "diff", "a", "b"},
+		{"status"},
+		{"sim", "--profile", "a:runs=1"},
+	} {
+		out, err := fikit(t, append(args, "--data-dir", missing)...)
+		if err == nil || exitCode(err) == 0 || !errors.Is(err, errNoDataDir) || !strings.Contains(err.Error(), missing) {
+			t.Errorf("%v: want an error naming %s, got %v (output %q)", args, missing, err, out)
+		}
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("reading created the data directory: %v", err)
 	}
 }
 

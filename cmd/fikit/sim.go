@@ -35,7 +35,9 @@ func simCommand() *cli.Command {
 			"(open-loop arrivals; default closed loop), burst=N (N runs back to back, then idle\n" +
 			"every=DUR), runs=N, pre=DUR, post=DUR, weight=N (share among its priority), name=NAME.\n" +
 			"The first service is the one whose idle GPU time the fill share refers to; services\n" +
-			"without runs= run alongside until the others finish.",
+			"without runs= run alongside until the others finish, and --runs times alone (mode\n" +
+			"exclusive). When no service sets runs=, the first runs --runs times (a back-to-back\n" +
+			"service would otherwise run for the whole simulated horizon).",
 		Flags: append([]cli.Flag{
 			&cli.StringSliceFlag{Name: "service", Usage: "a service from a trace (repeatable)"},
 			&cli.StringSliceFlag{Name: "profile", Usage: "a service from a stored profile KEY[:options] (repeatable)"},
@@ -50,6 +52,7 @@ func simCommand() *cli.Command {
 			&cli.DurationFlag{Name: "notify-latency", Value: 30 * time.Microsecond, Usage: "hook launch notification to daemon"},
 			&cli.DurationFlag{Name: "grant-rtt", Value: 60 * time.Microsecond, Usage: "waiter request to grant round trip"},
 			&cli.IntFlag{Name: "profile-runs", Value: 20, Usage: "runs to profile trace services with (simulated, exact)"},
+			&cli.IntFlag{Name: "runs", Value: defaultSimRuns, Usage: "runs of a service without runs= alone (exclusive), and of the first service when none sets runs="},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 			&cli.StringFlag{Name: "variants", Usage: "also run fikit under these ablations of the gate, comma-separated, or all: " +
 				strings.Join(variantNames(), ", ") + " (docs/scheduler.md \"Switches, bounds and arrivals\"); rows fikit/NAME"},
@@ -103,6 +106,9 @@ func simCommand() *cli.Command {
 					svcs = append(svcs, sv)
 				}
 			}
+			if err := boundRuns(svcs, c.Int("runs")); err != nil {
+				return usageError(c, "--runs: %v", err)
+			}
 			for i := range svcs {
 				if svcs[i].Profile == nil {
 					p, err := sim.BuildProfile(dev, svcs[i], c.Int("profile-runs"))
@@ -148,7 +154,11 @@ func simCommand() *cli.Command {
 				m := run.mode
 				opts.Mode, opts.Scheduler = m, run.sched
 				start := time.Now()
-				r, err := sim.Run(opts, svcs)
+				ran := svcs
+				if m == sim.Exclusive {
+					ran = aloneRuns(svcs, c.Int("runs"))
+				}
+				r, err := sim.Run(opts, ran)
 				if err != nil {
 					return err
 				}
@@ -302,6 +312,41 @@ func serviceFromTrace(spec string) (sim.Service, error) {
 		}
 	}
 	return sv, applyServiceOptions(&sv, opts)
+}
+
+// defaultSimRuns bounds a simulation none of whose services sets runs=.
+const defaultSimRuns = 100
+
+// boundRuns gives the first service runs when no service has a run count:
+// the simulation ends when every bounded service is done, and with none
+// only at the horizon (Options.Horizon), which for a back-to-back service
+// is many thousands of runs and a long wait.
+func boundRuns(svcs []sim.Service, runs int) error {
+	if runs < 1 {
+		return fmt.Errorf("must be ≥ 1, got %d", runs)
+	}
+	for _, sv := range svcs {
+		if sv.Runs > 0 {
+			return nil
+		}
+	}
+	if len(svcs) > 0 {
+		svcs[0].Runs = runs
+	}
+	return nil
+}
+
+// aloneRuns is svcs for the exclusive mode, where each runs alone: one
+// without runs= (it ran alongside the others) runs runs times, not for the
+// whole horizon.
+func aloneRuns(svcs []sim.Service, runs int) []sim.Service {
+	out := append([]sim.Service(nil), svcs...)
+	for i := range out {
+		if out[i].Runs == 0 {
+			out[i].Runs = runs
+		}
+	}
+	return out
 }
 
 func parseServiceOptions(spec string) (map[string]string, error) {

@@ -4,16 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/fikit/fikit/cmd/internal/daemon"
+	"github.com/fikit/fikit/profiler"
 )
 
 func statusCommand() *cli.Command {
@@ -27,6 +31,9 @@ func statusCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
 				return usageError(c, "status takes no arguments")
+			}
+			if err := checkDataDir(c.String("data-dir")); err != nil {
+				return err
 			}
 			raw, err := fetchStatus(c.Context, daemon.SocketPath(c.String("data-dir")))
 			if err != nil {
@@ -64,6 +71,9 @@ func fetchStatus(ctx context.Context, socket string) ([]byte, error) {
 		return nil, err
 	}
 	resp, err := client.Do(req)
+	if errors.Is(err, os.ErrPermission) {
+		return nil, accessError(socket, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("no daemon answering on %s (is fikit serve running with this --data-dir?): %w", socket, err)
 	}
@@ -109,22 +119,23 @@ func printStatus(w io.Writer, st *daemon.Status) error {
 		fmt.Fprintln(w, "no tasks")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tPRIO\tWEIGHT\tROLE\tPHASE\tRUNS\tWAITING\tCREDIT\tJCT\tARRIVALS\tGPU USED\tGRANTED\tTENANT\tPID\tGPU\tTASK KEY")
+		fmt.Fprintln(tw, "ID\tPRIO\tWEIGHT\tROLE\tPHASE\tRUNS\tRUNS/S\tP50 RUN\tGPU SHARE\tARRIVALS\tWAITING\tCREDIT\tGPU USED\tGRANTED\tTENANT\tPID\tGPU\tTASK KEY")
 		for _, t := range st.Tasks {
 			role := t.Role
 			if t.Throttled {
 				role += " (throttled)"
 			}
-			arr := t.Arrivals
-			if t.ArrivalEveryNs > 0 {
-				arr += " /" + time.Duration(t.ArrivalEveryNs).Round(10*time.Microsecond).String()
-			}
-			fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, t.Priority, t.Weight, role,
-				t.Phase, t.Runs, t.Waiting, t.Credit, time.Duration(t.JCTNs).Round(time.Microsecond), arr, gpuTime(t.UsedNs),
-				gpuTime(t.GrantedNs), t.Tenant, t.PID, t.Model, t.Key)
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, t.Priority, t.Weight, role,
+				phaseText(&t, st.Scheduler.ProfileRuns), t.RunsDone, runRate(&t), runTime(t.P50RunNs), gpuShare(&t), arrivalsText(&t),
+				t.Waiting, t.Credit, gpuTime(t.UsedNs), gpuTime(t.GrantedNs), t.Tenant, t.PID, t.Model, t.Key)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+		for _, t := range st.Tasks {
+			if line := profilingLine(&t, st.Scheduler.ProfileRuns); line != "" {
+				fmt.Fprintln(w, line)
+			}
 		}
 	}
 	if len(st.Tenants) == 0 {
@@ -140,6 +151,73 @@ func printStatus(w io.Writer, st *daemon.Status) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// phaseText is the PHASE column: how far a profiling task is.
+func phaseText(t *daemon.TaskStatus, profileRuns int) string {
+	switch {
+	case t.Phase == "profiling":
+		return fmt.Sprintf("profiling %d/%d", t.Runs, profileRuns)
+	case t.Refreshing:
+		return fmt.Sprintf("%s, re-profiling %d/%d", t.Phase, t.Runs, profileRuns)
+	}
+	return t.Phase
+}
+
+// profilingLine says how far a profiling task is and why its runs were
+// left out ("" for a task that is not profiling).
+func profilingLine(t *daemon.TaskStatus, profileRuns int) string {
+	if t.Phase != "profiling" && !t.Refreshing {
+		return ""
+	}
+	line := fmt.Sprintf("task %d profiling: %d/%d clean runs, %d discarded", t.ID, t.Runs, profileRuns, t.RunsDiscarded)
+	var why []string
+	for _, r := range profiler.DiscardReasons() {
+		if n := t.RunsDiscardedBy[r]; n > 0 {
+			why = append(why, fmt.Sprintf("%s %d", r, n))
+		}
+	}
+	if len(why) > 0 {
+		line += ": " + strings.Join(why, ", ")
+	}
+	return line
+}
+
+// runRate is the RUNS/S column: runs over the status window.
+func runRate(t *daemon.TaskStatus) string {
+	if t.WindowNs <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", float64(t.WindowRuns)/(float64(t.WindowNs)/1e9))
+}
+
+// runTime is the P50 RUN column.
+func runTime(ns int64) string {
+	if ns <= 0 {
+		return "-"
+	}
+	return time.Duration(ns).Round(time.Microsecond).String()
+}
+
+// gpuShare is the GPU SHARE column, a percentage of the GPU's time.
+func gpuShare(t *daemon.TaskStatus) string {
+	if t.WindowNs <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*t.GPUShare)
+}
+
+// arrivalsText is the ARRIVALS column: back-to-back for a closed loop,
+// else the class of its intervals and their mean.
+func arrivalsText(t *daemon.TaskStatus) string {
+	if t.BackToBack {
+		return "back-to-back"
+	}
+	arr := t.Arrivals
+	if t.ArrivalEveryNs > 0 {
+		arr += " /" + time.Duration(t.ArrivalEveryNs).Round(10*time.Microsecond).String()
+	}
+	return arr
 }
 
 // gpuTime formats GPU time for the status table.

@@ -57,15 +57,25 @@ func traceCommand() *cli.Command {
 			if c.IsSet("around-run") && (c.String("decisions") == "" || c.Int("around-run") < 1 || c.Int("runs") < 1) {
 				return usageError(c, "--around-run N needs --decisions, N >= 1 and --runs >= 1")
 			}
-			recs, err := timeline.Read(c.String("timeline"))
+			// Notes go beside the output, to stderr when the trace goes
+			// to standard output.
+			notes := c.App.Writer
+			if c.String("out") == "-" {
+				notes = os.Stderr
+			}
+			// Either file may be one a running simgpu or daemon is
+			// still writing: its last line may be half written.
+			recs, torn, err := timeline.ReadLive(c.String("timeline"))
 			if err != nil {
 				return err
 			}
+			noteTorn(notes, c.String("timeline"), torn)
 			var decs []decisions.Record
 			if p := c.String("decisions"); p != "" {
-				if decs, err = decisions.Read(p); err != nil {
+				if decs, torn, err = decisions.ReadLive(p); err != nil {
 					return err
 				}
+				noteTorn(notes, p, torn)
 			}
 			explicit := from != 0 || to != 0
 			if c.IsSet("around-run") {
@@ -105,6 +115,14 @@ func traceCommand() *cli.Command {
 			}
 			return nil
 		},
+	}
+}
+
+// noteTorn says that path's last line was skipped, half written.
+func noteTorn(w io.Writer, path string, torn *timeline.Torn) {
+	if torn != nil {
+		fmt.Fprintf(w, "fikit trace: %s:%d: skipped the last line (%d bytes), not finished: the file is still being written\n",
+			path, torn.Line, torn.Bytes)
 	}
 }
 

@@ -62,6 +62,30 @@ func TestTraceBadInput(t *testing.T) {
 	}
 }
 
+// fikit trace reads a decision record (and a timeline) that is still being
+// written: the half-written last line is skipped with a note, not an error.
+func TestTraceTornLastLine(t *testing.T) {
+	read := func(p string) string {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	decs := writeFile(t, "live-decisions.jsonl", read(testDecisions)+`{"t_ns":9999,"kind":"gra`)
+	tl := writeFile(t, "live-timeline.jsonl", read(testTimeline)+`{"pid":1,"start_`)
+	out := filepath.Join(t.TempDir(), "t.json")
+	got, err := runFikit(t, "trace", "--timeline", tl, "--decisions", decs, "--out", out)
+	if err != nil {
+		t.Fatalf("trace of records being written: %v\n%s", err, got)
+	}
+	for _, want := range []string{decs + ":15: skipped the last line", tl + ":", "13 decisions in the input"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+}
+
 func TestTraceWritesJSONAndPNG(t *testing.T) {
 	dir := t.TempDir()
 	out, img := filepath.Join(dir, "t.json"), filepath.Join(dir, "t.png")

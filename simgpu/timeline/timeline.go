@@ -68,44 +68,86 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 // included) is wrapped with formatErr. The timeline and the daemon's
 // decision record (cmd/internal/decisions) are both read with it.
 func ParseLines[T any](rd io.Reader, name string, maxLine int, formatErr error, parse func(line []byte) (T, error)) ([]T, error) {
+	out, _, err := parseLines(rd, name, maxLine, formatErr, parse, false)
+	return out, err
+}
+
+// Torn is the unterminated last line of a file that is still being
+// written (the writer had not finished it when it was read): Line is its
+// number, Bytes its length.
+type Torn struct{ Line, Bytes int }
+
+// ParseLinesLive is ParseLines for a file that may still be being written:
+// an unterminated last line that does not parse is skipped and described
+// by torn (nil when there was none). Any other bad line is an error.
+func ParseLinesLive[T any](rd io.Reader, name string, maxLine int, formatErr error, parse func(line []byte) (T, error)) (out []T, torn *Torn, err error) {
+	return parseLines(rd, name, maxLine, formatErr, parse, true)
+}
+
+func parseLines[T any](rd io.Reader, name string, maxLine int, formatErr error, parse func(line []byte) (T, error), live bool) ([]T, *Torn, error) {
 	var out []T
 	sc := bufio.NewScanner(rd)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
+	unterminated := false // the token just scanned ended at EOF without a newline
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		adv, tok, err := bufio.ScanLines(data, atEOF)
+		if tok != nil {
+			unterminated = atEOF && bytes.IndexByte(data[:adv], '\n') < 0
+		}
+		return adv, tok, err
+	})
 	for n := 1; sc.Scan(); n++ {
-		line := bytes.TrimSpace(sc.Bytes())
+		raw := sc.Bytes()
+		line := bytes.TrimSpace(raw)
 		if len(line) == 0 {
 			continue
 		}
 		v, err := parse(line)
 		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, n, err)
+			if live && unterminated {
+				return out, &Torn{Line: n, Bytes: len(raw)}, nil
+			}
+			return nil, nil, fmt.Errorf("%s:%d: %w", name, n, err)
 		}
 		out = append(out, v)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", formatErr, name, err)
+		return nil, nil, fmt.Errorf("%w: %s: %w", formatErr, name, err)
 	}
-	return out, nil
+	return out, nil, nil
 }
 
 // Parse reads timeline lines from rd (blank lines are skipped) and returns
 // the records sorted by start time; name labels errors.
 func Parse(rd io.Reader, name string) ([]Record, error) {
-	recs, err := ParseLines(rd, name, 16<<20, ErrFormat, func(line []byte) (Record, error) {
-		var r Record
-		if err := json.Unmarshal(line, &r); err != nil {
-			if !errors.Is(err, ErrFormat) {
-				err = fmt.Errorf("%w: %w", ErrFormat, err)
-			}
-			return r, err
-		}
-		return r, nil
-	})
+	recs, _, err := parse(rd, name, false)
+	return recs, err
+}
+
+// ParseLive is Parse for a timeline simgpu may still be writing: a torn
+// last line is skipped and described (ParseLinesLive).
+func ParseLive(rd io.Reader, name string) ([]Record, *Torn, error) {
+	return parse(rd, name, true)
+}
+
+func parse(rd io.Reader, name string, live bool) ([]Record, *Torn, error) {
+	recs, torn, err := parseLines(rd, name, 16<<20, ErrFormat, parseRecord, live)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sort.SliceStable(recs, func(i, j int) bool { return recs[i].StartNs < recs[j].StartNs })
-	return recs, nil
+	return recs, torn, nil
+}
+
+func parseRecord(line []byte) (Record, error) {
+	var r Record
+	if err := json.Unmarshal(line, &r); err != nil {
+		if !errors.Is(err, ErrFormat) {
+			err = fmt.Errorf("%w: %w", ErrFormat, err)
+		}
+		return r, err
+	}
+	return r, nil
 }
 
 // Read reads a timeline file (Parse).
@@ -116,6 +158,17 @@ func Read(path string) ([]Record, error) {
 	}
 	defer f.Close()
 	return Parse(f, path)
+}
+
+// ReadLive reads a timeline file that simgpu may still be writing
+// (ParseLive).
+func ReadLive(path string) ([]Record, *Torn, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("timeline: %w", err)
+	}
+	defer f.Close()
+	return ParseLive(f, path)
 }
 
 // HookProbe is the name of the hook's own kernel (hookclient/probe.c: its

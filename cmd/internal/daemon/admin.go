@@ -95,6 +95,17 @@ type TaskStatus struct {
 	// RegisteredAfterStartNs is when it registered, after the daemon's
 	// start (how soon a hook rejoined a restarted daemon).
 	RegisteredAfterStartNs int64 `json:"registered_after_start_ns"`
+	// RunsDone counts the runs its hook reported since it registered,
+	// profiling or sharing; RunsDiscarded and RunsDiscardedBy its
+	// profiling runs left out, and why (activity.go).
+	RunsDone        uint64                  `json:"runs_done"`
+	RunsDiscarded   uint64                  `json:"runs_discarded"`
+	RunsDiscardedBy scheduler.DiscardCounts `json:"runs_discarded_by_reason"`
+	// What it did over the last window_ns: runs, their rate and median
+	// length, the share of that time spent in runs and of the GPU's time
+	// its kernels used; BackToBack: its runs follow each other without
+	// idle time between them (a closed loop), whatever Arrivals says.
+	WindowStats
 }
 
 // GPUStatus is one GPU in Status: its context switch as the policy prices
@@ -195,7 +206,8 @@ func (a *adminServer) close() {
 func (s *Server) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Status{Listen: s.Addr().String(), UptimeNs: s.now() - s.start, StartedNs: s.start, Tasks: []TaskStatus{}, GPUs: []GPUStatus{},
+	now := s.now()
+	st := Status{Listen: s.Addr().String(), UptimeNs: now - s.start, StartedNs: s.start, Tasks: []TaskStatus{}, GPUs: []GPUStatus{},
 		Stats: s.core.Stats(), Scheduler: s.core.Config()}
 	arr := map[scheduler.TaskID]scheduler.ArrivalInfo{}
 	for _, a := range s.core.Arrivals() {
@@ -215,6 +227,14 @@ func (s *Server) Status() Status {
 			GPUTime:  GPUTime{UsedNs: acc.UsedNs, MeasuredNs: acc.MeasuredNs, GrantedNs: acc.GrantedNs},
 			Arrivals: string(a.Class), ArrivalEveryNs: a.IntervalNs, ArrivalCV: a.CV, HolderTTLNs: a.TTLNs, PreSwitchOff: preOff[t.ID],
 			RegisteredAfterStartNs: t.RegisteredAt - s.start})
+		if ta := s.tasks[t.ID]; ta != nil {
+			ts := &st.Tasks[len(st.Tasks)-1]
+			ts.RunsDone, ts.RunsDiscardedBy = ta.act.runsDone, ta.act.discards
+			for _, n := range ta.act.discards {
+				ts.RunsDiscarded += n
+			}
+			ts.WindowStats = ta.act.window(now, acc.UsedNs)
+		}
 	}
 	st.Awaited = []store.Known{}
 	for _, k := range s.core.Awaited() {

@@ -78,12 +78,18 @@ type Server struct {
 	// onDeadlineRead, if set, runs when a read returned at its deadline,
 	// before the loop clears it (tests: the shutdown's wake-up races it).
 	onDeadlineRead func()
+	// beforeReap, if set, runs in the loop before it takes the exited
+	// tasks (tests: a Goodbye and an exit that come meanwhile).
+	beforeReap func()
 
 	mu   sync.Mutex // guards everything below; held while the core works
 	core *scheduler.Node
 	// nextID is the next task ID to hand out.
 	nextID uint32
 	tasks  map[scheduler.TaskID]*taskAddr
+	// usageSampledAt is when the tasks' GPU time was last sampled
+	// (activity.go).
+	usageSampledAt int64
 	// errLimit rate-limits Error replies to bad datagrams.
 	errLimit bucket
 	// srcLog rate-limits the log lines datagrams cause, per source.
@@ -138,6 +144,8 @@ type taskAddr struct {
 	// token is the registration's secret (RegisterAck): a hook that said
 	// it sends it (HookSendsToken) is heard only with it. 0: not required.
 	token uint64
+	// act is what it did lately, for the status (activity.go).
+	act activity
 }
 
 // New binds the socket and prepares the core; Run serves.
@@ -332,6 +340,15 @@ func (s *Server) loop(ctx context.Context) error {
 				// ICMP errors from a vanished hook surface here: not fatal.
 				s.log.Debug("read", "err", err)
 			}
+		}
+		if s.beforeReap != nil {
+			s.beforeReap()
+		}
+		// A hook says Goodbye before its process ends: what is queued now
+		// is read before an exit is judged, or a busy daemon takes every
+		// normal end for one without Goodbye.
+		if s.exits.pending() {
+			s.drainQueue(handle)
 		}
 		s.mu.Lock()
 		s.reapExited()

@@ -155,6 +155,13 @@ func (w *exitWatcher) size() int {
 	return len(w.watched)
 }
 
+// pending reports whether processes ended that takeExited has not taken.
+func (w *exitWatcher) pending() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.exited) > 0
+}
+
 // takeExited returns the tasks whose processes ended since the last call.
 func (w *exitWatcher) takeExited() []exitedTask {
 	w.mu.Lock()

@@ -137,8 +137,12 @@ func (s *Server) handle(b []byte, src netip.AddrPort) {
 		if s.debug {
 			s.log.Debug("run end", "t_us", now/1000, "task", m.TaskID, "run", m.Run, "kernels", m.Kernels, "run_us", m.RunNS/1000)
 		}
-		s.step(scheduler.RunEnded{Now: now, Task: scheduler.TaskID(m.TaskID), Run: m.Run, Kernels: m.Kernels,
-			RunNs: int64(min(m.RunNS, uint64(1)<<62)), LastSeq: m.LastSeq, Unmeasured: uint8(m.Unmeasured)}, src)
+		if s.step(scheduler.RunEnded{Now: now, Task: scheduler.TaskID(m.TaskID), Run: m.Run, Kernels: m.Kernels,
+			RunNs: int64(min(m.RunNS, uint64(1)<<62)), LastSeq: m.LastSeq, Unmeasured: uint8(m.Unmeasured)}, src) {
+			if ta := s.tasks[scheduler.TaskID(m.TaskID)]; ta != nil {
+				ta.act.runEnded(now, int64(min(m.RunNS, uint64(1)<<62)))
+			}
+		}
 	case *udp.Flush:
 		s.flushRequested(m, src, now)
 	case *udp.Heartbeat:
@@ -150,6 +154,9 @@ func (s *Server) handle(b []byte, src netip.AddrPort) {
 	case *udp.Goodbye:
 		id := scheduler.TaskID(m.TaskID)
 		if s.step(scheduler.TaskLeft{Now: now, Task: id}, src) {
+			if ta := s.tasks[id]; ta != nil {
+				s.log.Info("task left", "task", id, "key", ta.key)
+			}
 			s.removeTask(id)
 			s.exits.forget(id)
 		}
@@ -254,7 +261,7 @@ func (s *Server) register(m *udp.Register, src netip.AddrPort, now int64) {
 	}
 	s.tasks[id] = &taskAddr{ctrl: src, gpu: gpu, model: model, key: key, reqs: map[uint32]netip.AddrPort{}, regSeq: m.Seq,
 		watched: local, pid: m.PID, local: src.Addr().IsLoopback(), boardGPU: section, prio: prio,
-		token: newToken(m.HookFlags)}
+		token: newToken(m.HookFlags), act: activity{sinceNs: now}}
 	if !s.step(scheduler.TaskRegistered{Now: now, Task: id, Key: key, PID: m.PID, Priority: prio, Weight: weight,
 		Owner: tenantOf(uid, known), GPU: gpu, Model: model, Profile: prof, Local: local}, src) {
 		delete(s.tasks, id)
@@ -356,6 +363,8 @@ func (s *Server) flush() {
 	if s.rec != nil {
 		s.rec.ready(&r, s.now())
 	}
+	s.noteVerdicts(r.Runs)
+	s.sampleUsage(s.now())
 	for _, a := range r.Acks {
 		ta := s.tasks[a.Task]
 		if ta == nil {

@@ -54,6 +54,36 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+// A record the daemon is still writing ends in a half-written line:
+// ParseLive skips it and says which; a finished bad line stays an error.
+func TestParseLiveTornLastLine(t *testing.T) {
+	full, err := os.ReadFile("testdata/records.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const half = `{"t_ns":9999,"kind":"gra`
+	recs, torn, err := ParseLive(bytes.NewReader(append(full, half...)), "x")
+	if err != nil || torn == nil || len(recs) != 13 {
+		t.Fatalf("torn tail: %d records, torn %+v, err %v; want 13, the torn line, nil", len(recs), torn, err)
+	}
+	if torn.Line != 15 || torn.Bytes != len(half) {
+		t.Errorf("torn = %+v, want line 15, %d bytes", torn, len(half))
+	}
+	// Parse (a finished file) still calls it an error.
+	if _, err := Parse(bytes.NewReader(append(full, half...)), "x"); !errors.Is(err, ErrFormat) {
+		t.Errorf("Parse of a torn tail: %v, want ErrFormat", err)
+	}
+	// A finished (newline-terminated) bad line is an error, last or not.
+	if _, _, err := ParseLive(strings.NewReader(string(full)+half+"\n"), "x"); !errors.Is(err, ErrFormat) || !strings.Contains(err.Error(), "x:15:") {
+		t.Errorf("terminated bad last line: %v, want ErrFormat at x:15", err)
+	}
+	// An unterminated line that parses is kept.
+	recs, torn, err = ParseLive(strings.NewReader(string(full)+`{"t_ns":9999,"kind":"hold"}`), "x")
+	if err != nil || torn != nil || len(recs) != 14 {
+		t.Errorf("complete unterminated line: %d records, torn %+v, err %v", len(recs), torn, err)
+	}
+}
+
 // Records written by a Writer read back the same.
 func TestWriterRoundTrip(t *testing.T) {
 	want := []Record{

@@ -17,13 +17,28 @@ import (
 // ignored (a newer daemon's additions); a line that is not a JSON object,
 // or lacks t_ns or kind, is an error.
 func Parse(rd io.Reader, name string) ([]Record, error) {
-	recs, err := timeline.ParseLines(rd, name, 1<<20, ErrFormat, parseLine)
+	recs, err := timeline.ParseLines(rd, name, maxLine, ErrFormat, parseLine)
 	if err != nil {
 		return nil, err
 	}
 	sort.SliceStable(recs, func(i, j int) bool { return recs[i].T < recs[j].T })
 	return recs, nil
 }
+
+// ParseLive is Parse for a record the daemon may still be writing: an
+// unterminated last line that does not parse (the daemon had written part
+// of it) is skipped and described by torn; any other bad line is an error.
+func ParseLive(rd io.Reader, name string) (recs []Record, torn *timeline.Torn, err error) {
+	recs, torn, err = timeline.ParseLinesLive(rd, name, maxLine, ErrFormat, parseLine)
+	if err != nil {
+		return nil, nil, err
+	}
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].T < recs[j].T })
+	return recs, torn, nil
+}
+
+// maxLine bounds one record's line.
+const maxLine = 1 << 20
 
 func parseLine(line []byte) (Record, error) {
 	var r Record
@@ -54,4 +69,15 @@ func Read(path string) ([]Record, error) {
 	}
 	defer f.Close()
 	return Parse(f, path)
+}
+
+// ReadLive reads a decision record file that may still be being written
+// (ParseLive).
+func ReadLive(path string) ([]Record, *timeline.Torn, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("decisions: %w", err)
+	}
+	defer f.Close()
+	return ParseLive(f, path)
 }

@@ -1,8 +1,7 @@
 // Package replay is everything of cmd/fikit-replay except the CUDA binding:
 // the command line, the replay loop and its pacing, arrivals, statistics and
-// output. The loop drives a Device; cmd/fikit-replay supplies one on
-// gorgonia.org/cu (whose package init calls cuInit, which is why the binding
-// stays in the command), and the tests supply a fake.
+// output. The loop drives a Device; cmd/fikit-replay supplies one on the
+// CUDA driver (cgo, kept in the command), and the tests supply a fake.
 //
 // One run replays a trace once: optional pre-processing host time, then for
 // each kernel its host time, busy (spinning on the clock, like framework
