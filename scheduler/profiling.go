@@ -412,15 +412,16 @@ func (n *Node) verdict(t *task, r *endedRun) (profiler.DiscardReason, bool) {
 // by design: the low-priority work granted into the gap before a run often
 // still runs as it starts, and that only delays its first kernel's start —
 // the context switch back — which the hook's events do not count as any
-// kernel's time. Up to two switches and a fiftieth of the run are
-// tolerated, and where hooks bound their GPU time in flight (HookBound) the
+// kernel's time. Up to two switches (as the policy prices one on the
+// task's GPU: the measured switch, the prior until measured, when the
+// setting is auto) and a fiftieth of the run are tolerated, and where hooks bound their GPU time in flight (HookBound) the
 // most that bound lets them have queued as the run starts; more, and a
 // kernel may have been time-sliced with foreign work.
 func (n *Node) overlapTolerance(t *task, r *endedRun) int64 {
 	if t.phase == PhaseProfiling {
 		return 0
 	}
-	tol := 2*n.cfg.SwitchCost + (r.end-r.start)/50
+	tol := 2*n.switchCost(t.gpu) + (r.end-r.start)/50
 	if n.cfg.HookBound {
 		tol += n.cfg.InflightBudget
 	}
