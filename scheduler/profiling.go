@@ -85,6 +85,13 @@ type endedRun struct {
 	sampleMatches bool                   // a drift sample ended in the sequence order: compare by position
 	mismatched    bool                   // a drift sample that did not match the profile …
 	next          *profiler.Builder      // … and the next version its drift started
+	// beside: a profiling run of a waiter, measured while a better
+	// priority held the GPU; launches are its launches, in order, for
+	// what it can still tell truly if others' work overlapped it
+	// (beside.go).
+	beside   bool
+	launches []launchRec
+	heard    int64 // when its end was reported
 }
 
 // Limits of the verdicts.
@@ -125,7 +132,56 @@ func (n *Node) noteLaunch(t *task, seq uint32, at, dur int64, k uint64) {
 		_, known := t.est.Kernels[k]
 		unknown = !known
 	}
-	t.recent = append(t.recent, launchRec{seq: seq, at: at, dur: dur, unknown: unknown})
+	t.recent = append(t.recent, launchRec{seq: seq, at: at, dur: dur, unknown: unknown, released: at})
+}
+
+// launchAsked marks t's launch seq as a request waiting for its grant.
+func (t *task) launchAsked(seq uint32) {
+	if l := t.launchRec(seq); l != nil {
+		l.asked, l.released = true, 0
+	}
+}
+
+// launchReleased notes that t's launch seq was granted at at.
+func (t *task) launchReleased(seq uint32, at int64) {
+	if l := t.launchRec(seq); l != nil && l.released == 0 {
+		l.released = at
+	}
+}
+
+// launchRec is t's record of launch seq, nil if there is none among the
+// newest few (grants go to recent requests, and a launch reported after
+// its request follows it closely): a launch on credit, never asked for,
+// must not cost a search of the whole run.
+func (t *task) launchRec(seq uint32) *launchRec {
+	for i := len(t.recent) - 1; i >= max(0, len(t.recent)-4*reorderWindow); i-- {
+		if t.recent[i].seq == seq {
+			return &t.recent[i]
+		}
+	}
+	return nil
+}
+
+// runLaunches copies t's records of the launches first… of a run of k
+// kernels, in seq order (their reports may have come in another: a
+// waiter's requests overtake its launches on credit); nil unless every one
+// is there.
+func (t *task) runLaunches(first, k uint32) []launchRec {
+	if k == 0 || k > maxRecent {
+		return nil
+	}
+	out := make([]launchRec, k)
+	found := uint32(0)
+	for _, l := range t.recent {
+		if d := l.seq - first; d < k && out[d].seq == 0 && l.seq != 0 {
+			out[d] = l
+			found++
+		}
+	}
+	if found != k {
+		return nil
+	}
+	return out
 }
 
 // launchTime is when t's launch seq happened, if its report arrived and the
@@ -318,6 +374,14 @@ func (n *Node) runEnded(t *task, e RunEnded) {
 	case t.meas == nil:
 	case t.prof != nil:
 		r.prof, r.b, keep = t.prof.b.Detach(e.Run), t.prof.b, true
+		if t.phase == PhaseProfiling && t.role == RoleWaiter && placed {
+			r.beside, r.launches, r.heard = true, t.runLaunches(first, e.Kernels), n.now
+			if at, ok := t.launchTime(t.runStartSeq); ok && ahead {
+				// The next run's first launch came before this run's
+				// end was reported: this run was over by then.
+				r.heard = mini(r.heard, at)
+			}
+		}
 	case t.drift != nil:
 		var sampled bool
 		r.sample, sampled = t.drift.takeSample(e.Run)
@@ -399,7 +463,13 @@ func (n *Node) verdict(t *task, r *endedRun) (profiler.DiscardReason, bool) {
 	switch {
 	case all <= tol:
 		return 0, true
-	case settled > tol || n.now >= r.end+maxVerdictDelay:
+	case n.now >= r.end+maxVerdictDelay:
+		return profiler.DiscardOverlap, true
+	case r.beside && settled < all:
+		// What it can still tell is judged kernel by kernel against
+		// others' work as it really ended.
+		return 0, false
+	case settled > tol:
 		return profiler.DiscardOverlap, true
 	}
 	return 0, false
@@ -453,7 +523,13 @@ func (n *Node) decideRun(t *task, r endedRun, why profiler.DiscardReason) {
 	if p == nil || p.b != r.b {
 		return // the profile completed before this run's verdict
 	}
-	out, reason := p.b.Decide(r.prof, r.kernels, uint64(r.runNs), why)
+	var out profiler.RunOutcome
+	var reason profiler.DiscardReason
+	if why == profiler.DiscardOverlap && r.beside {
+		out, reason = p.b.DecideBeside(r.prof, r.kernels, uint64(r.runNs), n.besideKnown(t, &r), why)
+	} else {
+		out, reason = p.b.Decide(r.prof, r.kernels, uint64(r.runNs), why)
+	}
 	v := RunVerdict{Task: t.id, Run: r.run, Outcome: out.String(), Runs: p.runs(), Kind: "profiling"}
 	if p.refresh {
 		v.Kind = "refresh"
@@ -465,6 +541,8 @@ func (n *Node) decideRun(t *task, r endedRun, why profiler.DiscardReason) {
 	switch out {
 	case profiler.RunCommitted:
 		n.stats.RunsCommitted++
+	case profiler.RunBeside:
+		n.stats.RunsBeside++
 	case profiler.RunDiscarded, profiler.RunIncomplete, profiler.RunImplausible:
 		n.stats.RunsDiscarded++
 		n.stats.RunsDiscardedBy.add(reason)
@@ -472,7 +550,8 @@ func (n *Node) decideRun(t *task, r endedRun, why profiler.DiscardReason) {
 	// Every committed run is kept: a daemon restarted (or killed) while a
 	// task profiles continues from the runs it had. A refresh is kept once
 	// complete: until then the version in use stays the stored one.
-	if out == profiler.RunCommitted && (!p.refresh || p.b.Complete()) {
+	kept := out == profiler.RunCommitted || out == profiler.RunBeside
+	if kept && (!p.refresh || p.b.Complete()) {
 		n.out.Profiles = append(n.out.Profiles, ProfileUpdate{
 			Task: t.id, Key: t.key, Model: t.model, Runs: p.runs(),
 			Complete: p.b.Complete(), Profile: p.b.Profile(),

@@ -1,0 +1,87 @@
+package scheduler
+
+import "github.com/fikit/fikit/profiler"
+
+// A task that profiles as a waiter — a better priority holds the GPU — has
+// runs that the holder's work overlaps as a rule: a busy periodic holder
+// leaves it no run of its own, and its profile never completed while the
+// holder lived. Such a run is not thrown away: its records still say some
+// things truly, and those are folded (profiler.Builder.DecideBeside):
+//
+//   - A kernel's duration, when no other task's work was on the GPU from
+//     the end of the task's previous kernel to the end of this one. The
+//     hook's events time a kernel from when its stream reached it; others'
+//     work in between, or the switch back from it, would be inside.
+//   - The gap after a kernel, when the next launch did not ask for a grant
+//     (it went on credit) and no other task's work fell in it: a waiter's
+//     request stretches the gap by its round trip at least.
+//
+// The rest is unknown and stays so — the run's time is the holder's as
+// much as its own, a kernel never measured alone has no duration in the
+// profile — rather than made up. Such a run counts towards T, so the
+// profile completes after T runs either way.
+//
+// Where a kernel ran is known from the hook's records within the run
+// (each kernel's duration and the gap after it, timed on the device) up
+// to one offset: when the run's first kernel started, s0, on the core's
+// clock. No launch starts before it is let go — granted, or launched on
+// credit —, so s0 ≥ release_i − off_i for every kernel i (off_i: its start
+// within the run); and the run's last kernel ended before its run end came
+// in. A kernel is judged over every placement that range allows, so that a
+// late report or a busy host can only make fewer kernels known, never a
+// stretched one known.
+
+// besideKnown says, for each record of a run measured beside others' work
+// (r.beside), whether its duration and the gap after it are true.
+func (n *Node) besideKnown(t *task, r *endedRun) profiler.Known {
+	none := func(int) (bool, bool) { return false, false }
+	recs := r.prof.Records()
+	if len(recs) == 0 || len(r.launches) != len(recs) {
+		return none
+	}
+	// Each kernel's start and end within the run, from the run's first
+	// kernel's start. A gap the hook read negative (FlagOverlapped: sent as
+	// 0) puts the kernels after it later than they were, by at most the
+	// kernel before it (one stream's kernels start in order): early[i]
+	// is how much earlier kernel i may have started than off[i] says, and
+	// the kernels either side of such a gap are not known.
+	off := make([]int64, len(recs)+1)
+	end := make([]int64, len(recs))
+	early := make([]int64, len(recs)+1)
+	unsure := make([]bool, len(recs)+1)
+	for i, rec := range recs {
+		if rec.Flags&profiler.FlagGapSpansRunEnd != 0 && i < len(recs)-1 {
+			return none // a run end cut the run short: its kernels are not placed
+		}
+		end[i] = off[i] + int64(rec.DurationNs)
+		off[i+1] = end[i] + int64(rec.GapNs)
+		early[i+1] = early[i]
+		if rec.Flags&profiler.FlagOverlapped != 0 {
+			early[i+1] += int64(rec.DurationNs)
+			unsure[i], unsure[i+1] = true, true
+		}
+	}
+	lo, hasLo := int64(0), false
+	for i, l := range r.launches {
+		if l.released > 0 && (!hasLo || l.released-off[i] > lo) {
+			lo, hasLo = l.released-off[i], true
+		}
+	}
+	hi := r.heard - end[len(recs)-1] + early[len(recs)-1]
+	if !hasLo || hi < lo {
+		return none
+	}
+	clear := func(from, to int64) bool {
+		if from > to {
+			return false
+		}
+		all, _ := t.meas.overlap(from, to)
+		return all == 0
+	}
+	return func(i int) (bool, bool) {
+		dur := i > 0 && !unsure[i] && clear(lo+end[i-1]-early[i-1], hi+end[i])
+		gap := i+1 < len(recs) && !unsure[i] && !unsure[i+1] && !r.launches[i+1].asked &&
+			clear(lo+end[i]-early[i], hi+off[i+1])
+		return dur, gap
+	}
+}
