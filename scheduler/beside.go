@@ -21,15 +21,21 @@ import "github.com/fikit/fikit/profiler"
 // profile — rather than made up. Such a run counts towards T, so the
 // profile completes after T runs either way.
 //
+// Others' work is known from their reports, which come late on a busy
+// host: a run's verdict waits for them (reportWait), at most
+// maxVerdictDelay.
+//
 // Where a kernel ran is known from the hook's records within the run
 // (each kernel's duration and the gap after it, timed on the device) up
 // to one offset: when the run's first kernel started, s0, on the core's
-// clock. No launch starts before it is let go — granted, or launched on
-// credit —, so s0 ≥ release_i − off_i for every kernel i (off_i: its start
-// within the run); and the run's last kernel ended before its run end came
-// in. A kernel is judged over every placement that range allows, so that a
-// late report or a busy host can only make fewer kernels known, never a
-// stretched one known.
+// clock. It started after it was let go — granted, or launched on credit
+// or on the board's word —, and the run's last kernel ended before its run
+// end (or the next run's first launch) came in. (Every later launch's
+// release bounds s0 from below too, and more tightly, but one wrong by a
+// lost report would shift the whole run: the first's alone is used.) A
+// kernel is judged over every placement that range allows, so that a late
+// report or a busy host makes fewer kernels known rather than a stretched
+// one known.
 
 // besideKnown says, for each record of a run measured beside others' work
 // (r.beside), whether its duration and the gap after it are true.
@@ -61,14 +67,9 @@ func (n *Node) besideKnown(t *task, r *endedRun) profiler.Known {
 			unsure[i], unsure[i+1] = true, true
 		}
 	}
-	lo, hasLo := int64(0), false
-	for i, l := range r.launches {
-		if l.released > 0 && (!hasLo || l.released-off[i] > lo) {
-			lo, hasLo = l.released-off[i], true
-		}
-	}
+	lo := r.launches[0].released
 	hi := r.heard - end[len(recs)-1] + early[len(recs)-1]
-	if !hasLo || hi < lo {
+	if lo <= 0 || hi < lo {
 		return none
 	}
 	clear := func(from, to int64) bool {
@@ -83,5 +84,37 @@ func (n *Node) besideKnown(t *task, r *endedRun) profiler.Known {
 		gap := i+1 < len(recs) && !unsure[i] && !unsure[i+1] && !r.launches[i+1].asked &&
 			clear(lo+end[i]-early[i], hi+off[i+1])
 		return dur, gap
+	}
+}
+
+// reportWait is how long after a run measured beside others' work ended
+// the other tasks on its GPU may still be reporting work done while it ran:
+// twice the longest any of them has lately taken to report a launch, and
+// at least besideReportFloor. Work reported later than that is not seen by
+// the run's verdict.
+func (n *Node) reportWait(t *task) int64 {
+	lag := int64(0)
+	for _, o := range t.gpu.tasks {
+		if o != t {
+			lag = maxi(lag, o.lag)
+		}
+	}
+	return maxi(2*lag, besideReportFloor)
+}
+
+// besideReportFloor is the least reportWait: a hook's sender batches its
+// reports, and its batch may be under way.
+const besideReportFloor = int64(1e6)
+
+// noteUnreported: x's hook runs work the core asked for that x does not
+// report as launches (a pre-switch's warm-up, a switch calibration's
+// probes): every measured task on the GPU counts [from, to] as others'
+// work, as predicted, for good — with the switch to and from it, it would
+// be inside a kernel measured then.
+func (n *Node) noteUnreported(x *task, from, to int64) {
+	for _, t := range x.gpu.tasks {
+		if t != x && t.meas != nil {
+			t.meas.addForeign(span{from: from, to: maxi(to, from), owner: x.id, settled: true})
+		}
 	}
 }

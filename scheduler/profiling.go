@@ -465,9 +465,10 @@ func (n *Node) verdict(t *task, r *endedRun) (profiler.DiscardReason, bool) {
 		return 0, true
 	case n.now >= r.end+maxVerdictDelay:
 		return profiler.DiscardOverlap, true
-	case r.beside && settled < all:
+	case r.beside && (settled < all || n.now < r.heard+n.reportWait(t)):
 		// What it can still tell is judged kernel by kernel against
-		// others' work as it really ended.
+		// others' work as it really ended, once their reports of work
+		// done while it ran have had time to come in.
 		return 0, false
 	case settled > tol:
 		return profiler.DiscardOverlap, true
@@ -504,7 +505,12 @@ func (n *Node) verdictAt(g *gpu) int64 {
 	at := int64(0)
 	for _, t := range g.tasks {
 		if t.meas != nil && len(t.meas.waiting) > 0 {
-			if d := t.meas.waiting[0].end + maxVerdictDelay; at == 0 || d < at {
+			r := &t.meas.waiting[0]
+			d := r.end + maxVerdictDelay
+			if r.beside {
+				d = mini(d, r.heard+n.reportWait(t))
+			}
+			if at == 0 || d < at {
 				at = d
 			}
 		}
