@@ -108,12 +108,13 @@ const besideReportFloor = int64(1e6)
 
 // noteUnreported: x's hook runs work the core asked for that x does not
 // report as launches (a pre-switch's warm-up, a switch calibration's
-// probes): every measured task on the GPU counts [from, to] as others'
+// probes): every profiling task on the GPU counts [from, to] as others'
 // work, as predicted, for good — with the switch to and from it, it would
-// be inside a kernel measured then.
+// be inside a kernel measured then. A sharing task's sampled runs are
+// judged with two switches' tolerance for such work (overlapTolerance).
 func (n *Node) noteUnreported(x *task, from, to int64) {
 	for _, t := range x.gpu.tasks {
-		if t != x && t.meas != nil {
+		if t != x && t.meas != nil && t.phase == PhaseProfiling {
 			t.meas.addForeign(span{from: from, to: maxi(to, from), owner: x.id, settled: true})
 		}
 	}
