@@ -119,3 +119,52 @@ func (n *Node) noteUnreported(x *task, from, to int64) {
 		}
 	}
 }
+
+// launchAsked marks t's launch seq as a request waiting for its grant.
+func (t *task) launchAsked(seq uint32) {
+	if l := t.launchRec(seq); l != nil {
+		l.asked, l.released = true, 0
+	}
+}
+
+// launchReleased notes that t's launch seq was granted at at.
+func (t *task) launchReleased(seq uint32, at int64) {
+	if l := t.launchRec(seq); l != nil && l.released == 0 {
+		l.released = at
+	}
+}
+
+// launchRec is t's record of launch seq, nil if there is none among the
+// newest few (grants go to recent requests, and a launch reported after
+// its request follows it closely): a launch on credit, never asked for,
+// must not cost a search of the whole run.
+func (t *task) launchRec(seq uint32) *launchRec {
+	for i := len(t.recent) - 1; i >= max(0, len(t.recent)-4*reorderWindow); i-- {
+		if t.recent[i].seq == seq {
+			return &t.recent[i]
+		}
+	}
+	return nil
+}
+
+// runLaunches copies t's records of the launches first… of a run of k
+// kernels, in seq order (their reports may have come in another: a
+// waiter's requests overtake its launches on credit); nil unless every one
+// is there.
+func (t *task) runLaunches(first, k uint32) []launchRec {
+	if k == 0 || k > maxRecent {
+		return nil
+	}
+	out := make([]launchRec, k)
+	found := uint32(0)
+	for _, l := range t.recent {
+		if d := l.seq - first; d < k && out[d].seq == 0 && l.seq != 0 {
+			out[d] = l
+			found++
+		}
+	}
+	if found != k {
+		return nil
+	}
+	return out
+}
