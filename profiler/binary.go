@@ -27,7 +27,7 @@ func (p *Profile) MarshalBinary() ([]byte, error) {
 	e.UseCompactInts(true)
 	w := &binWriter{e: e}
 	ks := p.SortedKernels()
-	w.arrayLen(14)
+	w.arrayLen(15)
 	w.uint(FormatVersion)
 	w.str(p.TaskKey)
 	w.str(p.GPU)
@@ -86,6 +86,8 @@ func (p *Profile) MarshalBinary() ([]byte, error) {
 			w.uint(uint64(c))
 		}
 	}
+	// Element 15: the runs measured beside a better priority (BesideRuns).
+	w.uint(uint64(p.BesideRuns))
 	if w.err != nil {
 		return nil, fmt.Errorf("encode profile: %w", w.err)
 	}
@@ -263,7 +265,10 @@ func decodeBinary(data []byte) (*Profile, error) {
 			}
 		}
 	}
-	r.skip(n - min(n, 14)) // elements after the ones this version knows
+	if n >= 15 && r.err == nil {
+		p.BesideRuns = uint32(r.uint(math.MaxUint32))
+	}
+	r.skip(n - min(n, 15)) // elements after the ones this version knows
 	if r.err != nil {
 		return nil, r.err
 	}

@@ -58,6 +58,9 @@ const (
 	// is longer than the run could be (MaxRunNs, the run's own time):
 	// nothing was folded.
 	RunImplausible
+	// RunBeside: the run was measured beside a better priority's work; what
+	// it still says truly (DecideBeside) was folded and it counts towards T.
+	RunBeside
 )
 
 // String names the outcome.
@@ -75,6 +78,8 @@ func (o RunOutcome) String() string {
 		return "ignored"
 	case RunImplausible:
 		return "implausible"
+	case RunBeside:
+		return "beside"
 	}
 	return fmt.Sprintf("outcome(%d)", uint8(o))
 }
@@ -189,6 +194,13 @@ func (b *Builder) Runs() uint32 { return b.p.Runs }
 
 // TargetRuns is T.
 func (b *Builder) TargetRuns() uint32 { return b.p.TargetRuns }
+
+// BesideRuns is how many of Runs were measured beside a better priority's
+// work (DecideBeside).
+func (b *Builder) BesideRuns() uint32 { return b.p.BesideRuns }
+
+// Discarded is the runs left out so far, and by reason.
+func (b *Builder) Discarded() (uint32, Discards) { return b.p.DiscardedRuns, b.p.Discards }
 
 // Profile returns a deep copy of the profile as folded so far, safe to hand
 // to other goroutines.
@@ -383,6 +395,95 @@ func (b *Builder) Decide(e *EndedRun, kernels uint32, runNs uint64, why DiscardR
 	return RunCommitted, 0
 }
 
+// Records are the run's records in launch order (nil when none arrived):
+// for the caller to place each kernel in time. They must not be changed.
+func (e *EndedRun) Records() []Record { return e.recs }
+
+// Known says, for the record at index i of a run measured beside other
+// work, whether its duration and the gap after it are true measurements.
+type Known func(i int) (duration, gap bool)
+
+// DecideBeside folds a detached run measured beside a better priority's
+// work: the durations known says are true, and the gaps it says are true
+// after a kernel whose duration is (a gap of a kernel whose duration is
+// unknown is left out too, so that no kernel has more gaps than
+// executions). Its run time and its place in the sequence are not folded:
+// they are the other work's as much as the run's. The run counts towards
+// T, as one of BesideRuns. A run with no true measurement at all, records
+// missing, or implausible, is discarded as Decide would (why for the first).
+func (b *Builder) DecideBeside(e *EndedRun, kernels uint32, runNs uint64, known Known, why DiscardReason) (RunOutcome, DiscardReason) {
+	if e.ignored || b.Complete() {
+		return RunIgnored, 0
+	}
+	n := len(e.recs)
+	switch {
+	case kernels == 0 && n == 0 && !e.overflow:
+		return RunEmpty, 0
+	case !e.found || e.overflow || uint64(n) != uint64(kernels):
+		b.discard(DiscardRecordsLost)
+		return RunIncomplete, DiscardRecordsLost
+	case !plausible(e.recs, runNs):
+		b.discard(DiscardImplausible)
+		return RunImplausible, DiscardImplausible
+	}
+	dur := make([]bool, n)
+	gap := make([]bool, n)
+	someKnown := false
+	for i := range e.recs {
+		dur[i], gap[i] = known(i)
+		gap[i] = gap[i] && dur[i]
+		someKnown = someKnown || dur[i]
+	}
+	if !someKnown {
+		b.discard(why)
+		return RunDiscarded, why
+	}
+	p := b.p
+	for i, r := range e.recs {
+		k := b.kernel(r.KernelID)
+		if !dur[i] {
+			continue
+		}
+		b.dirty[r.KernelID] = k
+		k.Duration.add(r.DurationNs)
+		p.Duration.add(r.DurationNs)
+		if gap[i] && r.Flags&FlagGapSpansRunEnd == 0 {
+			k.Gap.add(r.GapNs)
+			p.Gap.add(r.GapNs)
+		}
+	}
+	p.Duration.refresh()
+	p.Gap.refresh()
+	p.BesideRuns++
+	b.counted()
+	return RunBeside, 0
+}
+
+// kernel is the statistics of kernel id, made (with its name, if known)
+// when new.
+func (b *Builder) kernel(id uint64) *KernelStats {
+	k, ok := b.p.Kernels[id]
+	if !ok {
+		k = &KernelStats{ID: id, Duration: newDist(), Gap: newDist()}
+		if info, ok := b.infos[id]; ok {
+			k.Name, k.Grid, k.Block = info.Name, info.Grid, info.Block
+		}
+		b.p.Kernels[id] = k
+	}
+	return k
+}
+
+// counted counts one more run towards T; the T-th completes the profile.
+func (b *Builder) counted() {
+	p := b.p
+	p.Runs++
+	if p.Runs >= p.TargetRuns {
+		p.Phase = PhaseSharing
+		b.pending = nil
+		p.addHistory()
+	}
+}
+
 // Pending reports whether records of run are buffered.
 func (b *Builder) Pending(run uint32) bool { return b.find(run) != nil }
 
@@ -405,14 +506,7 @@ func plausible(recs []Record, runNs uint64) bool {
 func (b *Builder) fold(recs []Record, runNs uint64) {
 	p := b.p
 	for _, r := range recs {
-		k, ok := p.Kernels[r.KernelID]
-		if !ok {
-			k = &KernelStats{ID: r.KernelID, Duration: newDist(), Gap: newDist()}
-			if info, ok := b.infos[r.KernelID]; ok {
-				k.Name, k.Grid, k.Block = info.Name, info.Grid, info.Block
-			}
-			p.Kernels[r.KernelID] = k
-		}
+		k := b.kernel(r.KernelID)
 		b.dirty[r.KernelID] = k
 		k.Duration.add(r.DurationNs)
 		p.Duration.add(r.DurationNs)
@@ -426,12 +520,7 @@ func (b *Builder) fold(recs []Record, runNs uint64) {
 	p.RunTime.refresh()
 	p.Duration.refresh()
 	p.Gap.refresh()
-	p.Runs++
-	if p.Runs >= p.TargetRuns {
-		p.Phase = PhaseSharing
-		b.pending = nil
-		p.addHistory()
-	}
+	b.counted()
 }
 
 // foldSequence adds a committed run to the positional sequence: the first

@@ -52,7 +52,7 @@
 //	profile = [1, task_key str, gpu str, phase uint (1 profiling, 2 sharing),
 //	           runs uint, target_runs uint, discarded_runs uint,
 //	           run_time dist, duration dist, gap dist, [kernel…],
-//	           sequence, versions, discards]
+//	           sequence, versions, discards, beside_runs uint]
 //	sequence = [seq_runs uint, [[id uint, duration_ns float64, gap_ns float64]…]]
 //	versions = [version uint, reason str,
 //	            [[version uint, unix_ns int, reason str, runs uint, discarded uint, mean_run_ns float64]…]]
@@ -61,9 +61,11 @@
 //	dist    = [count uint, mean float64, m2 float64, min uint, max uint, zero_count uint,
 //	           [index₀ int, count₀ uint, Δindex₁ uint, count₁ uint, …]]
 //
-// The last three elements came later within version 1: a reader takes a
-// profile without them as version 1 with its discards unclassified, and
-// older readers skip them as any extra element. Discard reasons are
+// The last four elements came later within version 1: a reader takes a
+// profile without them as version 1 with its discards unclassified and no
+// runs beside others, and older readers skip them as any extra element
+// (an older reader rejects a profile with runs beside others: its run
+// times are fewer than its runs). Discard reasons are
 // written by name (DiscardReason.String); a name the reader does not know
 // counts as unclassified. Kernels are in increasing ID order. A sketch's bins are listed in
 // increasing index order: the first index absolute, the others as the
@@ -92,7 +94,7 @@
 //	              "grid": [1, 1, 1], "block": [256, 1, 1],
 //	              "duration": dist, "gap": dist}, …],
 //	 "sequence": {"runs": 100, "kernels": [{"id": …, "duration_ns": …, "gap_ns": …}, …]},
-//	 "discards": {"overlap": 1, "hook_uncertain": 1},
+//	 "discards": {"overlap": 1, "hook_uncertain": 1}, "beside_runs": 0,
 //	 "profile_version": 2, "reason": "drift: …",
 //	 "versions": [{"version": 1, "unix_ns": …, "reason": "new service", "runs": 100,
 //	               "discarded_runs": 2, "mean_run_ns": …}, …]}

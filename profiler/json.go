@@ -35,6 +35,8 @@ type jsonProfile struct {
 	ProfileVersion uint32            `json:"profile_version,omitempty"`
 	Reason         string            `json:"reason,omitempty"`
 	Versions       []jsonVersion     `json:"versions,omitempty"`
+	// BesideRuns: absent in older exports and when none.
+	BesideRuns uint32 `json:"beside_runs,omitempty"`
 }
 
 type jsonVersion struct {
@@ -118,7 +120,7 @@ func (p *Profile) MarshalJSON() ([]byte, error) {
 	j := jsonProfile{
 		Format: JSONFormat, Version: FormatVersion,
 		TaskKey: p.TaskKey, GPU: p.GPU, Phase: p.Phase,
-		Runs: p.Runs, TargetRuns: p.TargetRuns, DiscardedRuns: p.DiscardedRuns,
+		Runs: p.Runs, TargetRuns: p.TargetRuns, DiscardedRuns: p.DiscardedRuns, BesideRuns: p.BesideRuns,
 		RunTime: toJSONDist(&p.RunTime), Duration: toJSONDist(&p.Duration), Gap: toJSONDist(&p.Gap),
 		Kernels: make([]jsonKernel, 0, len(p.Kernels)),
 	}
@@ -196,7 +198,7 @@ func decodeJSON(r io.Reader) (*Profile, error) {
 	}
 	p := &Profile{
 		TaskKey: j.TaskKey, GPU: j.GPU, Phase: j.Phase,
-		Runs: j.Runs, TargetRuns: j.TargetRuns, DiscardedRuns: j.DiscardedRuns,
+		Runs: j.Runs, TargetRuns: j.TargetRuns, DiscardedRuns: j.DiscardedRuns, BesideRuns: j.BesideRuns,
 		Kernels: make(map[uint64]*KernelStats, len(j.Kernels)),
 	}
 	var err error

@@ -186,6 +186,14 @@ type Profile struct {
 	// Discards counts DiscardedRuns by reason (profiles from before
 	// reasons were kept count fewer: Unclassified).
 	Discards Discards
+	// BesideRuns of the Runs were measured beside a better priority's work
+	// (the daemon's scheduler decides which): only what the run's own
+	// measurements still say truly was folded — the durations of kernels
+	// that ran alone on the device, the gaps not stretched by waiting for
+	// a grant or for others' work — and not its run time nor its place in
+	// Sequence. A kernel such runs saw but never measured alone is in
+	// Kernels with no duration (unknown).
+	BesideRuns uint32
 
 	// Version numbers the task key's profiles on this GPU model: 1 for the
 	// first, one more each time the service drifted from its profile and
@@ -295,5 +303,9 @@ func (p *Profile) Clone() *Profile {
 // StableSequence reports whether the Sequence describes the task's runs: at
 // least two runs, and at least half of the committed ones, had its order.
 func (p *Profile) StableSequence() bool {
-	return len(p.Sequence) > 0 && p.SeqRuns >= 2 && 2*p.SeqRuns >= p.Runs
+	return len(p.Sequence) > 0 && p.SeqRuns >= 2 && 2*p.SeqRuns >= p.Runs-p.BesideRuns
 }
+
+// DurationKnown reports whether k's duration was ever measured (a kernel
+// that runs beside a better priority's work only may not have been).
+func (k *KernelStats) DurationKnown() bool { return k.Duration.Count > 0 }

@@ -14,10 +14,12 @@ import (
 //     valid UTF-8 of at most MaxGPULen bytes.
 //   - Phase is PhaseSharing exactly when Runs ≥ TargetRuns, and TargetRuns
 //     is within MinProfileRuns–MaxProfileRuns.
-//   - RunTime has one value per committed run.
+//   - RunTime has one value per committed run not measured beside a
+//     better priority (BesideRuns ≤ Runs).
 //   - Every Dist has a sketch holding Count values, a finite non-negative
 //     mean and M2, and mean 0 when empty.
-//   - Every kernel has at least one execution, no more gaps than
+//   - Every kernel has at least one execution (none, its duration
+//     unknown, only in a profile with BesideRuns), no more gaps than
 //     executions, and is filed under its own ID; the task-level Duration
 //     and Gap hold exactly the kernels' values, at most MaxRunRecords
 //     executions per committed run.
@@ -46,8 +48,11 @@ func ValidateProfile(p *Profile) error {
 	if err := validateDist("run time", &p.RunTime); err != nil {
 		return err
 	}
-	if p.RunTime.Count != uint64(p.Runs) {
-		return fmt.Errorf("%d run times for %d runs: %w", p.RunTime.Count, p.Runs, ErrInvalid)
+	if p.BesideRuns > p.Runs {
+		return fmt.Errorf("%d of %d runs beside others: %w", p.BesideRuns, p.Runs, ErrInvalid)
+	}
+	if p.RunTime.Count != uint64(p.Runs-p.BesideRuns) {
+		return fmt.Errorf("%d run times for %d runs (%d beside others): %w", p.RunTime.Count, p.Runs, p.BesideRuns, ErrInvalid)
 	}
 	if err := validateDist("duration", &p.Duration); err != nil {
 		return err
@@ -69,7 +74,7 @@ func ValidateProfile(p *Profile) error {
 		if err := validateDist(fmt.Sprintf("kernel %016x gap", id), &k.Gap); err != nil {
 			return err
 		}
-		if k.Duration.Count == 0 || k.Gap.Count > k.Duration.Count {
+		if (k.Duration.Count == 0 && p.BesideRuns == 0) || k.Gap.Count > k.Duration.Count {
 			return fmt.Errorf("kernel %016x: %d executions, %d gaps: %w", id, k.Duration.Count, k.Gap.Count, ErrInvalid)
 		}
 		durations += k.Duration.Count

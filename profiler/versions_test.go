@@ -147,7 +147,7 @@ func TestVersionsOldFormat(t *testing.T) {
 	if err := d.Decode(&all); err != nil {
 		t.Fatal(err)
 	}
-	if len(all) != 14 {
+	if len(all) != 15 {
 		t.Fatalf("%d elements", len(all))
 	}
 	var buf bytes.Buffer

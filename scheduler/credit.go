@@ -139,6 +139,7 @@ func (n *Node) grant(r *request, ds []int64, expires int64) {
 	n.billLaunch(r.t, n.launched(r.t, r.kernel, r.seq))
 	r.t.lastLaunch = n.now
 	r.t.busyUntil = g.lpBusyUntil
+	r.t.launchReleased(r.seq, n.now)
 	n.noteWork(r.t, r.seq, n.now, g.lpBusyUntil)
 }
 

@@ -8,6 +8,10 @@ type KernelEstimate struct {
 	P90Ns  int64 // p90 duration (conservative estimate when this task waits)
 	GapNs  int64 // SG: mean idle gap after it; meaningful only if HasGap
 	HasGap bool  // false when every measured gap after it spanned a run end
+	// Unmeasured: the profile saw the kernel but never measured it alone
+	// (it profiled beside a better priority): its durations are 0 here
+	// and the task-level ones stand in, as for a kernel it lacks.
+	Unmeasured bool
 }
 
 // SeqEstimate is one position of a task's run.
@@ -46,6 +50,10 @@ func EstimatesFromProfile(p *profiler.Profile) *Estimates {
 		}
 	}
 	for id, k := range p.Kernels {
+		if !k.DurationKnown() {
+			e.Kernels[id] = KernelEstimate{Unmeasured: true}
+			continue
+		}
 		e.Kernels[id] = KernelEstimate{
 			MeanNs: int64(k.Duration.Mean),
 			P90Ns:  int64(k.Duration.P90),

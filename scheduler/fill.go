@@ -23,7 +23,16 @@ func (n *Node) notified(t *task, seq uint32, kernel uint64, at int64) {
 		n.noteWork(t, seq, at, t.busyUntil)
 		return
 	}
-	n.noteLaunch(t, seq, at, 0, kernel)
+	if l := t.launchRec(seq); l != nil {
+		// It was asked for, and went before its grant (on the board's
+		// word, or failing open): it was let go at at.
+		l.released = mini(l.released, at)
+		if l.released == 0 {
+			l.released = at
+		}
+	} else {
+		n.noteLaunch(t, seq, at, 0, kernel)
+	}
 	g := t.gpu
 	g.lpLast = t
 	n.waiterRunStart(t, seq, at)
@@ -116,6 +125,7 @@ func (n *Node) requested(t *task, seq uint32, kernel uint64) error {
 	}
 	t.lastActive = n.now
 	n.noteLaunch(t, seq, n.now, 0, kernel)
+	t.launchAsked(seq)
 	n.waiterRunStart(t, seq, n.now)
 	g.queues[t.prio] = append(g.queues[t.prio], &request{
 		t: t, seq: seq, kernel: kernel, est: n.estimateAt(t, kernel, seq), arrived: n.now, lastHold: n.now,

@@ -48,6 +48,9 @@ func (n *Node) sendKernelTimes(t *task) {
 		kt.BoundNs = n.cfg.InflightBudget
 	}
 	for id, k := range t.est.Kernels {
+		if k.Unmeasured {
+			continue // DefaultNs stands in for it, as for an ID not listed
+		}
 		// The mean, not the p90 a waiting kernel is granted by: the
 		// cursor adds the durations up, and one biased long holds the
 		// GPU idle by the bias at every launch that waits (an ID of

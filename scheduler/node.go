@@ -540,9 +540,12 @@ type Stats struct {
 	PredictionErrNs    int64  `json:"prediction_error_sum_ns"`
 	RunsCommitted      uint64 `json:"runs_committed"`
 	RunsDiscarded      uint64 `json:"runs_discarded"`
-	ProfilesCompleted  uint64 `json:"profiles_completed"`
-	FairTurns          uint64 `json:"fair_turns"`     // the turn among waiters of one priority moved (fair.go)
-	FairThrottles      uint64 `json:"fair_throttles"` // a holder ran the lag ahead of its equals and waited
+	// RunsBeside: profiling runs of a lower priority measured beside a
+	// better one's work, kept for what they still told truly (beside.go).
+	RunsBeside        uint64 `json:"runs_beside"`
+	ProfilesCompleted uint64 `json:"profiles_completed"`
+	FairTurns         uint64 `json:"fair_turns"`     // the turn among waiters of one priority moved (fair.go)
+	FairThrottles     uint64 `json:"fair_throttles"` // a holder ran the lag ahead of its equals and waited
 	// RunsDiscardedBy counts RunsDiscarded by reason (profiler.DiscardReason).
 	RunsDiscardedBy DiscardCounts `json:"runs_discarded_by_reason"`
 	// Drift (drift.go): sampled runs compared with their profiles, sampled
@@ -602,9 +605,16 @@ type TaskInfo struct {
 	Role     Role
 	Phase    Phase
 	Credit   uint32
-	Runs     int // clean profiled runs so far (profiling phase, or profiling again)
-	Waiting  int
-	JCTNs    int64
+	Runs     int // profiled runs kept so far (profiling phase, or profiling again)
+	// While it profiles: the runs its profile needs (T), how many of
+	// Runs were measured beside a better priority's work (beside.go),
+	// and the runs left out, in all and by reason.
+	RunsNeeded    int
+	RunsBeside    int
+	RunsDiscarded int
+	DiscardedBy   DiscardCounts
+	Waiting       int
+	JCTNs         int64
 	// RegisteredAt is when it registered (the core's clock).
 	RegisteredAt int64
 	// ProfileVersion is the version of the profile in use (0: none yet);
@@ -632,6 +642,12 @@ func (n *Node) Tasks() []TaskInfo {
 				Weight: uint32(t.weight), Throttled: t.throttled, VirtualNs: t.vt, Account: t.account()}
 			if t.prof != nil {
 				ti.Runs = t.prof.runs()
+				ti.RunsNeeded, ti.RunsBeside = int(t.prof.b.TargetRuns()), int(t.prof.b.BesideRuns())
+				d, by := t.prof.b.Discarded()
+				ti.RunsDiscarded = int(d)
+				for r := profiler.DiscardReason(1); r < profiler.NumDiscardReasons; r++ {
+					ti.DiscardedBy[r] = uint64(by[r])
+				}
 			}
 			if t.profile != nil {
 				ti.ProfileVersion = t.profile.Version

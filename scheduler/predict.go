@@ -86,7 +86,7 @@ func (n *Node) gapOf(h *task, k uint64) int64 {
 
 // duration is the predicted duration of a holder's kernel (its mean).
 func (n *Node) duration(t *task, k uint64) int64 {
-	if ke, ok := t.est.kernel(k); ok {
+	if ke, ok := t.est.kernel(k); ok && !ke.Unmeasured {
 		return ke.MeanNs
 	}
 	return n.estimate(t, k)

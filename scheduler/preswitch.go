@@ -196,6 +196,11 @@ func (n *Node) preSwitchStep(g *gpu) {
 	g.lpInWindow = false
 	n.stats.PreSwitches++
 	n.out.Warmups = append(n.out.Warmups, Warmup{Task: p.task.id, Seq: p.seq, ProbeNs: WarmProbeNs})
+	// The warm-up switches the device to the holder's context, and a
+	// measured task's next kernel pays the switch back: its work, unreported,
+	// is on the GPU from now until past the request it is for.
+	sw := n.switchCost(g)
+	n.noteUnreported(p.task, n.now, maxi(p.until, n.now+sw+WarmProbeNs)+sw)
 }
 
 // preSwitchAt is when g's pre-switch next needs the core (0: never): its

@@ -85,6 +85,13 @@ type endedRun struct {
 	sampleMatches bool                   // a drift sample ended in the sequence order: compare by position
 	mismatched    bool                   // a drift sample that did not match the profile …
 	next          *profiler.Builder      // … and the next version its drift started
+	// beside: a profiling run of a waiter, measured while a better
+	// priority held the GPU; launches are its launches, in order, for
+	// what it can still tell truly if others' work overlapped it
+	// (beside.go).
+	beside   bool
+	launches []launchRec
+	heard    int64 // when its end was reported
 }
 
 // Limits of the verdicts.
@@ -125,7 +132,7 @@ func (n *Node) noteLaunch(t *task, seq uint32, at, dur int64, k uint64) {
 		_, known := t.est.Kernels[k]
 		unknown = !known
 	}
-	t.recent = append(t.recent, launchRec{seq: seq, at: at, dur: dur, unknown: unknown})
+	t.recent = append(t.recent, launchRec{seq: seq, at: at, dur: dur, unknown: unknown, released: at})
 }
 
 // launchTime is when t's launch seq happened, if its report arrived and the
@@ -318,6 +325,14 @@ func (n *Node) runEnded(t *task, e RunEnded) {
 	case t.meas == nil:
 	case t.prof != nil:
 		r.prof, r.b, keep = t.prof.b.Detach(e.Run), t.prof.b, true
+		if t.phase == PhaseProfiling && t.role == RoleWaiter && placed {
+			r.beside, r.launches, r.heard = true, t.runLaunches(first, e.Kernels), n.now
+			if at, ok := t.launchTime(t.runStartSeq); ok && ahead {
+				// The next run's first launch came before this run's
+				// end was reported: this run was over by then.
+				r.heard = mini(r.heard, at)
+			}
+		}
 	case t.drift != nil:
 		var sampled bool
 		r.sample, sampled = t.drift.takeSample(e.Run)
@@ -399,7 +414,14 @@ func (n *Node) verdict(t *task, r *endedRun) (profiler.DiscardReason, bool) {
 	switch {
 	case all <= tol:
 		return 0, true
-	case settled > tol || n.now >= r.end+maxVerdictDelay:
+	case n.now >= r.end+maxVerdictDelay:
+		return profiler.DiscardOverlap, true
+	case r.beside && (settled < all || n.now < r.heard+n.reportWait(t)):
+		// What it can still tell is judged kernel by kernel against
+		// others' work as it really ended, once their reports of work
+		// done while it ran have had time to come in.
+		return 0, false
+	case settled > tol:
 		return profiler.DiscardOverlap, true
 	}
 	return 0, false
@@ -412,15 +434,16 @@ func (n *Node) verdict(t *task, r *endedRun) (profiler.DiscardReason, bool) {
 // by design: the low-priority work granted into the gap before a run often
 // still runs as it starts, and that only delays its first kernel's start —
 // the context switch back — which the hook's events do not count as any
-// kernel's time. Up to two switches and a fiftieth of the run are
-// tolerated, and where hooks bound their GPU time in flight (HookBound) the
+// kernel's time. Up to two switches (as the policy prices one on the
+// task's GPU: the measured switch, the prior until measured, when the
+// setting is auto) and a fiftieth of the run are tolerated, and where hooks bound their GPU time in flight (HookBound) the
 // most that bound lets them have queued as the run starts; more, and a
 // kernel may have been time-sliced with foreign work.
 func (n *Node) overlapTolerance(t *task, r *endedRun) int64 {
 	if t.phase == PhaseProfiling {
 		return 0
 	}
-	tol := 2*n.cfg.SwitchCost + (r.end-r.start)/50
+	tol := 2*n.switchCost(t.gpu) + (r.end-r.start)/50
 	if n.cfg.HookBound {
 		tol += n.cfg.InflightBudget
 	}
@@ -433,7 +456,12 @@ func (n *Node) verdictAt(g *gpu) int64 {
 	at := int64(0)
 	for _, t := range g.tasks {
 		if t.meas != nil && len(t.meas.waiting) > 0 {
-			if d := t.meas.waiting[0].end + maxVerdictDelay; at == 0 || d < at {
+			r := &t.meas.waiting[0]
+			d := r.end + maxVerdictDelay
+			if r.beside {
+				d = mini(d, r.heard+n.reportWait(t))
+			}
+			if at == 0 || d < at {
 				at = d
 			}
 		}
@@ -452,7 +480,13 @@ func (n *Node) decideRun(t *task, r endedRun, why profiler.DiscardReason) {
 	if p == nil || p.b != r.b {
 		return // the profile completed before this run's verdict
 	}
-	out, reason := p.b.Decide(r.prof, r.kernels, uint64(r.runNs), why)
+	var out profiler.RunOutcome
+	var reason profiler.DiscardReason
+	if why == profiler.DiscardOverlap && r.beside {
+		out, reason = p.b.DecideBeside(r.prof, r.kernels, uint64(r.runNs), n.besideKnown(t, &r), why)
+	} else {
+		out, reason = p.b.Decide(r.prof, r.kernels, uint64(r.runNs), why)
+	}
 	v := RunVerdict{Task: t.id, Run: r.run, Outcome: out.String(), Runs: p.runs(), Kind: "profiling"}
 	if p.refresh {
 		v.Kind = "refresh"
@@ -464,6 +498,8 @@ func (n *Node) decideRun(t *task, r endedRun, why profiler.DiscardReason) {
 	switch out {
 	case profiler.RunCommitted:
 		n.stats.RunsCommitted++
+	case profiler.RunBeside:
+		n.stats.RunsBeside++
 	case profiler.RunDiscarded, profiler.RunIncomplete, profiler.RunImplausible:
 		n.stats.RunsDiscarded++
 		n.stats.RunsDiscardedBy.add(reason)
@@ -471,7 +507,8 @@ func (n *Node) decideRun(t *task, r endedRun, why profiler.DiscardReason) {
 	// Every committed run is kept: a daemon restarted (or killed) while a
 	// task profiles continues from the runs it had. A refresh is kept once
 	// complete: until then the version in use stays the stored one.
-	if out == profiler.RunCommitted && (!p.refresh || p.b.Complete()) {
+	kept := out == profiler.RunCommitted || out == profiler.RunBeside
+	if kept && (!p.refresh || p.b.Complete()) {
 		n.out.Profiles = append(n.out.Profiles, ProfileUpdate{
 			Task: t.id, Key: t.key, Model: t.model, Runs: p.runs(),
 			Complete: p.b.Complete(), Profile: p.b.Profile(),

@@ -71,3 +71,45 @@ func TestProfilingCompletes(t *testing.T) {
 		t.Fatalf("after kernel 7 the waiter should be granted: %s", r.String())
 	}
 }
+
+// TestOverlapToleranceResolvesAutoSwitch: a sharing task's sampled run may
+// be covered by two switches of foreign work (and the hooks' in-flight
+// budget) and still count as clean. Under the default switch cost, auto
+// (-1), the tolerance must use the switch the policy assumes for the GPU
+// (the prior until measured), not the raw setting: a run covered by
+// foreign work a little under two assumed switches plus the budget was
+// discarded as overlapped.
+func TestOverlapToleranceResolvesAutoSwitch(t *testing.T) {
+	cfg := DefaultConfig()
+	if cfg.SwitchCost != SwitchCostAuto || !cfg.HookBound {
+		t.Fatalf("the default config changed: switch %d, hook bound %v", cfg.SwitchCost, cfg.HookBound)
+	}
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Step(TaskRegistered{Now: 0, Task: 1, Key: "hp", PID: 1, Priority: 0, GPU: "G", Model: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	tk := n.tasks[1]
+	tk.phase = PhaseSharing // a sampled run of a sharing task
+	tk.meas = &measured{}
+	sw := n.switchCost(tk.gpu)
+	if sw != cfg.SwitchCostPrior {
+		t.Fatalf("switch cost of an unmeasured GPU %d, want the prior %d", sw, cfg.SwitchCostPrior)
+	}
+	const runStart, runNs = int64(1_000_000), int64(1_000_000)
+	covered := 2*sw + cfg.InflightBudget - 10_000 // within the tolerance the comment promises
+	tk.meas.addForeign(span{from: runStart - 50_000, to: runStart + covered, owner: 2, settled: true})
+	r := endedRun{run: 1, kernels: 3, runNs: runNs, start: runStart, end: runStart + runNs, placed: true}
+	why, ok := n.verdict(tk, &r)
+	if !ok || why != 0 {
+		t.Fatalf("a sampled run covered %d ns by foreign work (tolerance %d): verdict %v (decided %v), want clean",
+			covered, n.overlapTolerance(tk, &r), why, ok)
+	}
+	// More than the tolerance is still overlapped.
+	tk.meas.addForeign(span{from: runStart + runNs/2, to: runStart + runNs/2 + runNs/50 + 20_000, owner: 3, settled: true})
+	if why, ok := n.verdict(tk, &r); !ok || why != profiler.DiscardOverlap {
+		t.Fatalf("a run covered past the tolerance: verdict %v (decided %v), want overlap", why, ok)
+	}
+}

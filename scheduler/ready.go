@@ -157,7 +157,11 @@ func (r *Ready) Format(usual uint32) string {
 		fmt.Fprintf(&b, "drift task=%d kind=%s version=%d %q\n", d.Task, d.Kind, d.Version, d.Reason)
 	}
 	for _, p := range r.Profiles {
-		fmt.Fprintf(&b, "profile task=%d key=%s runs=%d complete=%v\n", p.Task, p.Key, p.Runs, p.Complete)
+		beside := ""
+		if p.Profile != nil && p.Profile.BesideRuns > 0 {
+			beside = fmt.Sprintf(" beside=%d", p.Profile.BesideRuns)
+		}
+		fmt.Fprintf(&b, "profile task=%d key=%s runs=%d%s complete=%v\n", p.Task, p.Key, p.Runs, beside, p.Complete)
 	}
 	for _, d := range r.Dropped {
 		fmt.Fprintf(&b, "dropped task=%d\n", d)

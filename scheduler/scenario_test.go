@@ -33,6 +33,7 @@ type harness struct {
 	node     *Node
 	cfg      Config
 	profiles map[string]*profiler.Profile
+	saved    map[TaskID]*profiler.Profile // the last profile persisted per task
 	now      int64
 }
 
@@ -49,6 +50,7 @@ func (h *harness) reset() {
 	}
 	h.node = n
 	h.now = 0
+	h.saved = map[TaskID]*profiler.Profile{}
 }
 
 func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
@@ -224,6 +226,40 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 				ti.ID, ti.Key, ti.Priority, ti.Role, ti.Phase, ti.Credit, ti.Runs, ti.Waiting)
 		}
 		return b.String()
+	case "profiling":
+		// Each profiling task's progress: runs kept of needed, how many
+		// beside a better priority, discarded by reason.
+		var b strings.Builder
+		for _, ti := range h.node.Tasks() {
+			if ti.RunsNeeded == 0 {
+				continue
+			}
+			fmt.Fprintf(&b, "task=%d runs=%d/%d beside=%d discarded=%d", ti.ID, ti.Runs, ti.RunsNeeded, ti.RunsBeside, ti.RunsDiscarded)
+			for _, r := range profiler.DiscardReasons() {
+				if c := ti.DiscardedBy[r]; c > 0 {
+					fmt.Fprintf(&b, " %s=%d", r, c)
+				}
+			}
+			b.WriteString("\n")
+		}
+		return b.String()
+	case "kernels":
+		// The last profile persisted for a task: each kernel's duration as
+		// measured, or unknown.
+		p := h.saved[taskArg(t, args)]
+		if p == nil {
+			return "no profile"
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "runs=%d beside=%d run_times=%d seq_runs=%d\n", p.Runs, p.BesideRuns, p.RunTime.Count, p.SeqRuns)
+		for _, k := range p.SortedKernels() {
+			if !k.DurationKnown() {
+				fmt.Fprintf(&b, "kernel=%d unknown\n", k.ID)
+				continue
+			}
+			fmt.Fprintf(&b, "kernel=%d count=%d mean=%s gaps=%d\n", k.ID, k.Duration.Count, time.Duration(k.Duration.Mean), k.Gap.Count)
+		}
+		return b.String()
 	case "accounts":
 		// GPU time and fair-share state per task.
 		var b strings.Builder
@@ -261,6 +297,9 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
 	}
 	r := h.node.Ready()
+	for _, p := range r.Profiles {
+		h.saved[p.Task] = p.Profile
+	}
 	out := r.Format(uint32(h.cfg.DriftSample))
 	if err != nil {
 		out = "error: " + err.Error() + "\n" + out

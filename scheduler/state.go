@@ -108,6 +108,11 @@ type launchRec struct {
 	at      int64
 	dur     int64
 	unknown bool // a sharing task's kernel its profile lacks
+	// asked: a waiter's request (the hook waited for the answer);
+	// released is when it was let go (granted, or launched on its own
+	// at at), 0 while it waits.
+	asked    bool
+	released int64
 }
 
 // maxRecent bounds a task's recent launches (a task that never reports run

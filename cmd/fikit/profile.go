@@ -285,14 +285,17 @@ type showKernel struct {
 // "p90_duration_ns", "mean_gap_ns" and "p90_gap_ns". Other members are
 // extras.
 type showProfile struct {
-	TaskKey       string  `json:"task_key"`
-	GPU           string  `json:"gpu"`
-	Phase         string  `json:"phase"`
-	Runs          uint32  `json:"runs"`
-	TargetRuns    uint32  `json:"target_runs"`
-	DiscardedRuns uint32  `json:"discarded_runs"`
-	MeanRunNs     float64 `json:"mean_run_ns"`
-	P90RunNs      float64 `json:"p90_run_ns"`
+	TaskKey       string `json:"task_key"`
+	GPU           string `json:"gpu"`
+	Phase         string `json:"phase"`
+	Runs          uint32 `json:"runs"`
+	TargetRuns    uint32 `json:"target_runs"`
+	DiscardedRuns uint32 `json:"discarded_runs"`
+	// BesideRuns of the runs were measured beside a better priority's
+	// work: only what ran alone was kept (their run times are not).
+	BesideRuns uint32  `json:"beside_runs"`
+	MeanRunNs  float64 `json:"mean_run_ns"`
+	P90RunNs   float64 `json:"p90_run_ns"`
 	// Discards are discarded_runs by reason (profiler.DiscardReason's
 	// names; "unclassified": runs discarded before reasons were kept).
 	Discards map[string]uint32 `json:"discards"`
@@ -337,7 +340,7 @@ func profileShow(c *cli.Context, args []string) error {
 		}
 		out := showProfile{
 			TaskKey: p.TaskKey, GPU: p.GPU, Phase: p.Phase.String(),
-			Runs: p.Runs, TargetRuns: p.TargetRuns, DiscardedRuns: p.DiscardedRuns,
+			Runs: p.Runs, TargetRuns: p.TargetRuns, DiscardedRuns: p.DiscardedRuns, BesideRuns: p.BesideRuns,
 			MeanRunNs: p.MeanJCT(), P90RunNs: p.P90JCT(), Kernels: []showKernel{},
 			Discards: p.Discards.Map(), ProfileVersion: p.Version, Reason: p.Reason, Versions: []showVersion{},
 		}
@@ -368,8 +371,12 @@ func profileShow(c *cli.Context, args []string) error {
 		}
 		w := c.App.Writer
 		fmt.Fprintf(w, "task key  %s\ngpu       %s\n", p.TaskKey, p.GPU)
-		fmt.Fprintf(w, "phase     %s, %d of %d runs (%d discarded%s)\n", p.Phase, p.Runs, p.TargetRuns, p.DiscardedRuns,
-			discardsText(out.Discards))
+		beside := ""
+		if p.BesideRuns > 0 {
+			beside = fmt.Sprintf(", %d beside a better priority", p.BesideRuns)
+		}
+		fmt.Fprintf(w, "phase     %s, %d of %d runs%s (%d discarded%s)\n", p.Phase, p.Runs, p.TargetRuns, beside,
+			p.DiscardedRuns, discardsText(out.Discards))
 		fmt.Fprintf(w, "version   %d%s\n", p.Version, reasonText(p.Reason))
 		for _, v := range out.Versions {
 			when := v.Time
@@ -379,7 +386,11 @@ func profileShow(c *cli.Context, args []string) error {
 			fmt.Fprintf(w, "  v%d  %s  %d runs, %d discarded, mean run %s  %s\n", v.Version, when, v.Runs, v.Discarded,
 				fmtNs(v.MeanRunNs), v.Reason)
 		}
-		fmt.Fprintf(w, "run time  mean %s, p90 %s\n", fmtNs(p.MeanJCT()), fmtNs(p.P90JCT()))
+		if p.RunTime.Count == 0 {
+			fmt.Fprintln(w, "run time  unknown (no run measured alone)")
+		} else {
+			fmt.Fprintf(w, "run time  mean %s, p90 %s\n", fmtNs(p.MeanJCT()), fmtNs(p.P90JCT()))
+		}
 		fmt.Fprintf(w, "kernels   %d distinct, mean %s, p90 %s; gaps median %s, p90 %s\n\n",
 			len(p.Kernels), fmtNs(p.Duration.Mean), fmtNs(p.Duration.P90), fmtNs(p.TypicalGap()), fmtNs(p.Gap.P90))
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -389,9 +400,13 @@ func profileShow(c *cli.Context, args []string) error {
 			if total > 0 {
 				share = 100 * k.TotalNs / total
 			}
+			mean, p90 := fmtNs(k.MeanDur), fmtNs(k.P90Dur)
+			if k.Count == 0 {
+				mean, p90 = "unknown", "unknown" // seen beside a better priority, never alone
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%.1f%%\n",
 				shorten(k.Name, c.Bool("wide")), dim3(k.Grid), dim3(k.Block), k.Count,
-				fmtNs(k.MeanDur), fmtNs(k.P90Dur), fmtNs(k.MeanGap), fmtNs(k.P90Gap), share)
+				mean, p90, fmtNs(k.MeanGap), fmtNs(k.P90Gap), share)
 		}
 		return tw.Flush()
 	})

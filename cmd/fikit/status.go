@@ -170,7 +170,14 @@ func profilingLine(t *daemon.TaskStatus, profileRuns int) string {
 	if t.Phase != "profiling" && !t.Refreshing {
 		return ""
 	}
-	line := fmt.Sprintf("task %d profiling: %d/%d clean runs, %d discarded", t.ID, t.Runs, profileRuns, t.RunsDiscarded)
+	if t.RunsNeeded > 0 {
+		profileRuns = t.RunsNeeded
+	}
+	line := fmt.Sprintf("task %d profiling: %d/%d runs kept", t.ID, t.Runs, profileRuns)
+	if t.RunsBeside > 0 {
+		line += fmt.Sprintf(" (%d beside a better priority)", t.RunsBeside)
+	}
+	line += fmt.Sprintf(", %d discarded", t.RunsDiscarded)
 	var why []string
 	for _, r := range profiler.DiscardReasons() {
 		if n := t.RunsDiscardedBy[r]; n > 0 {

@@ -59,7 +59,7 @@ func TestPrintStatusExplains(t *testing.T) {
 		return nil
 	}
 	for _, want := range []string{"RUNS  RUNS/S  P50 RUN  GPU SHARE  ARRIVALS",
-		"task 2 profiling: 37/100 clean runs, 15 discarded: overlap 12, hook_stalled 3"} {
+		"task 2 profiling: 37/100 runs kept, 15 discarded: overlap 12, hook_stalled 3"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}

@@ -64,8 +64,15 @@ type TaskStatus struct {
 	Phase    string `json:"phase"`
 	Credit   uint32 `json:"credit"`
 	Runs     int    `json:"profiled_runs"`
-	Waiting  int    `json:"waiting"`
-	JCTNs    int64  `json:"mean_jct_ns"`
+	// While it profiles: the runs its profile needs, how many of those
+	// kept were measured beside a better priority's work, and the runs
+	// left out, in all and by reason (0 and all zeros otherwise).
+	RunsNeeded           int                     `json:"profile_runs_needed"`
+	RunsBeside           int                     `json:"profile_runs_beside"`
+	ProfileRunsDiscarded int                     `json:"profile_runs_discarded"`
+	ProfileDiscardedBy   scheduler.DiscardCounts `json:"profile_discards_by_reason"`
+	Waiting              int                     `json:"waiting"`
+	JCTNs                int64                   `json:"mean_jct_ns"`
 	// Verified: the registering pid was shown to own the task's socket, so
 	// only that process's sockets speak for the task (docs/security.md).
 	Verified bool `json:"pid_verified"`
@@ -221,7 +228,8 @@ func (s *Server) Status() Status {
 		a, acc := arr[t.ID], t.Account
 		st.Tasks = append(st.Tasks, TaskStatus{ID: uint32(t.ID), Key: t.Key, PID: t.PID, Priority: t.Priority,
 			GPU: t.GPU, Model: t.Model, Role: t.Role.String(), Phase: t.Phase.String(), Credit: t.Credit,
-			Runs: t.Runs, Waiting: t.Waiting, JCTNs: t.JCTNs, Verified: s.tasks[t.ID] != nil && s.tasks[t.ID].proven,
+			Runs: t.Runs, RunsNeeded: t.RunsNeeded, RunsBeside: t.RunsBeside, ProfileRunsDiscarded: t.RunsDiscarded,
+			ProfileDiscardedBy: t.DiscardedBy, Waiting: t.Waiting, JCTNs: t.JCTNs, Verified: s.tasks[t.ID] != nil && s.tasks[t.ID].proven,
 			ProfileVersion: t.ProfileVersion, Refreshing: t.Refreshing,
 			Tenant: acc.Owner, Weight: t.Weight, Throttled: t.Throttled, VirtualTimeNs: t.VirtualNs,
 			GPUTime:  GPUTime{UsedNs: acc.UsedNs, MeasuredNs: acc.MeasuredNs, GrantedNs: acc.GrantedNs},
