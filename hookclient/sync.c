@@ -59,6 +59,11 @@ static void wait_shipped(fk_task *t)
 	if ((int32_t)(got - want) >= 0)
 		return;
 	uint64_t until = fk_now_ns() + FK_SHIP_WAIT_NS;
+	/* The thread blocks here as in a synchronization, and is counted so:
+	 * the sender, which holds back reading events while the service may
+	 * launch (measure.c, quiet), must not hold back the very run this
+	 * thread waits for until the wait runs out. */
+	atomic_fetch_add_explicit(&fk_blocked, 1, memory_order_relaxed);
 	atomic_fetch_add(&t->ship_waiters, 1);
 	fk_sender_wake();
 	for (;;) {
@@ -70,6 +75,7 @@ static void wait_shipped(fk_task *t)
 		syscall(SYS_futex, &t->runs_shipped, FUTEX_WAIT_PRIVATE, got, &ts, NULL, 0);
 	}
 	atomic_fetch_sub(&t->ship_waiters, 1);
+	atomic_fetch_sub_explicit(&fk_blocked, 1, memory_order_relaxed);
 }
 
 void fk_run_end(fk_task *t, int reason)
