@@ -58,7 +58,7 @@ static void wait_shipped(fk_task *t)
 	uint32_t got = atomic_load_explicit(&t->runs_shipped, memory_order_acquire);
 	if ((int32_t)(got - want) >= 0)
 		return;
-	uint64_t until = fk_now_ns() + FK_SHIP_WAIT_NS;
+	uint64_t began = fk_now_ns(), until = began + FK_SHIP_WAIT_NS;
 	/* The thread blocks here as in a synchronization, and is counted so:
 	 * the sender, which holds back reading events while the service may
 	 * launch (measure.c, quiet), must not hold back the very run this
@@ -76,6 +76,7 @@ static void wait_shipped(fk_task *t)
 	}
 	atomic_fetch_sub(&t->ship_waiters, 1);
 	atomic_fetch_sub_explicit(&fk_blocked, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&fk_own_wait_ns, fk_now_ns() - began, memory_order_relaxed);
 }
 
 void fk_run_end(fk_task *t, int reason)
@@ -115,6 +116,17 @@ void fk_run_end_all(int reason)
 	int n = atomic_load(&fk_ntasks);
 	for (int i = 0; i < n; i++)
 		fk_run_end(&fk_tasks[i], reason);
+}
+
+/* Exported (hookclient/README.md "Own waits"): how long, in ns, the
+ * process's threads have waited so far inside intercepted calls for the
+ * hook's own work (a profiling run's end for the sender to ship the run
+ * before it), not for the scheduler (a grant, the bounds: waits it means).
+ * A service alone should never wait so: tests/overhead_test.go judges the
+ * hook's cost by it, a figure the host's load barely moves. */
+FK_EXPORT unsigned long long fikit_own_wait_ns(void)
+{
+	return atomic_load_explicit(&fk_own_wait_ns, memory_order_relaxed);
 }
 
 /* Exported: a service (or a harness) can mark a run end explicitly. */

@@ -27,6 +27,24 @@ static CUresult fk_begin_capture(CUstream s) { return cuStreamBeginCapture(s, CU
 static CUresult fk_end_capture(CUstream s, CUgraph *g) { return cuStreamEndCapture(s, g); }
 static CUresult fk_instantiate(CUgraphExec *e, CUgraph g) { return cuGraphInstantiateWithFlags(e, g, 0); }
 
+// The hook's own waits so far (hookclient/README.md "Own waits"), found at
+// run time: -1 without the hook.
+typedef unsigned long long (*fk_own_wait_fn)(void);
+
+static int fk_own_wait(unsigned long long *ns)
+{
+	static fk_own_wait_fn fn;
+	static int looked;
+	if (!looked) {
+		fn = (fk_own_wait_fn)dlsym(RTLD_DEFAULT, "fikit_own_wait_ns");
+		looked = 1;
+	}
+	if (!fn)
+		return -1;
+	*ns = fn();
+	return 0;
+}
+
 static int fk_ctx_totals(fk_totals *out)
 {
 	static fk_totals_fn fn;
@@ -224,6 +242,15 @@ func (d *cudaDevice) Totals() (replay.DeviceTotals, bool) {
 		return replay.DeviceTotals{}, false
 	}
 	return replay.DeviceTotals{Kernels: uint64(t.kernels), BusyNs: int64(t.busy_ns), BlockedNs: int64(t.blocked_ns)}, true
+}
+
+// HookWaitNs reads the hook's fikit_own_wait_ns; false without the hook.
+func (d *cudaDevice) HookWaitNs() (int64, bool) {
+	var ns C.ulonglong
+	if C.fk_own_wait(&ns) != 0 {
+		return 0, false
+	}
+	return int64(ns), true
 }
 
 // Flush asks fikit's hook, when it is loaded (LD_PRELOAD), to ship what it

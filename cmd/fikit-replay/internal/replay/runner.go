@@ -83,6 +83,14 @@ type RunRecord struct {
 	// waited for other contexts' kernels or context switches: the GPU
 	// interference the run suffered, ground truth (docs/simgpu.md).
 	BlockedNs *int64 `json:"blocked_ns,omitempty"`
+	// RunqNs (Linux) is how long the replay's thread waited in the run
+	// queue for a CPU during the run: host load, part of JCTNs.
+	RunqNs *int64 `json:"runq_ns,omitempty"`
+	// HookWaitNs (under fikit's hook) is how long the run waited inside
+	// the hook for the hook's own work, not for the scheduler: part of
+	// JCTNs that a service alone should never pay (hookclient/README.md
+	// "Own waits").
+	HookWaitNs *int64 `json:"hook_wait_ns,omitempty"`
 }
 
 // DeviceTotals is what the replay's context got from the device.
@@ -123,6 +131,13 @@ type Reserver interface {
 // GPU).
 type Totaler interface {
 	Totals() (DeviceTotals, bool)
+}
+
+// HookWaiter is a Device whose process may run under fikit's hook: how
+// long its threads have waited inside the hook for the hook's own work so
+// far (fikit_own_wait_ns); false without the hook.
+type HookWaiter interface {
+	HookWaitNs() (int64, bool)
 }
 
 // Flusher is a Device whose process may run under fikit's hook, which must
@@ -209,6 +224,16 @@ func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64
 			totaler = nil
 		}
 	}
+	hw, _ := dev.(HookWaiter)
+	if hw != nil {
+		if _, ok := hw.HookWaitNs(); !ok {
+			hw = nil
+		}
+	}
+	runq := openRunq()
+	if runq != nil {
+		defer runq.close()
+	}
 	var base int64
 	changed := ls
 	if cfg.ChangeAt > 0 {
@@ -234,6 +259,14 @@ func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64
 				return jcts, ErrInterrupted
 			}
 		}
+		var rq0, hw0 int64
+		rqOK := false
+		if hw != nil {
+			hw0, _ = hw.HookWaitNs()
+		}
+		if runq != nil {
+			rq0, rqOK = runq.read()
+		}
 		start, end, err := launchRun(run, done) // a graph has no change (replayConfig)
 		if err != nil {
 			if err == ErrInterrupted {
@@ -248,13 +281,27 @@ func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64
 				blocked, blockedBefore = &b, t.BlockedNs
 			}
 		}
+		var waited *int64
+		if rqOK {
+			if rq1, ok := runq.read(); ok && rq1 >= rq0 {
+				w := rq1 - rq0
+				waited = &w
+			}
+		}
+		var hookWait *int64
+		if hw != nil {
+			if hw1, ok := hw.HookWaitNs(); ok {
+				w := hw1 - hw0
+				hookWait = &w
+			}
+		}
 		spinUntil(end + cfg.PostNs)
 		if j < 0 {
 			continue
 		}
 		jcts = append(jcts, end-start)
 		if cfg.JSON {
-			rec := RunRecord{Run: j, StartNs: start, JCTNs: end - start, Kernels: len(run), BlockedNs: blocked}
+			rec := RunRecord{Run: j, StartNs: start, JCTNs: end - start, Kernels: len(run), BlockedNs: blocked, RunqNs: waited, HookWaitNs: hookWait}
 			if offsets != nil {
 				w := max(start-arrival, 0)
 				rec.WaitNs = &w
