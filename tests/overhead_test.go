@@ -107,6 +107,9 @@ func trimmedMean(v []float64) float64 {
 
 func TestProfilingOverhead(t *testing.T) {
 	requireBins(t, "fikit", "fikit-replay", "libfikit_hook.so", "simgpu/libcuda.so.1")
+	if sanitized() {
+		t.Skip("a sanitizer's runtime is the cost measured here")
+	}
 	d := startServe(t, t.TempDir(), "", "--profile-runs", "1000")
 	env := simgpuEnv(t, uniqueShm(t))
 	replay := func(hooked bool, rep int) overheadSample {
