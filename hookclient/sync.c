@@ -49,9 +49,9 @@ static void after_block(fk_task *t)
 /* A profiling run ends: the run before it must have been shipped, so that
  * a process that ends without the hook's exit handler (_exit, Go's
  * os.Exit) and without fikit_flush() loses at most its last run. The
- * sender was woken when this run's synchronization began and has had that
- * long; a sender that lags (a busy host) is waited for, at most
- * FK_SHIP_WAIT_NS. */
+ * sender read that run as soon as it ended (measure.c) and has had this
+ * run's launches and synchronization to ship it; a sender that lags (a
+ * busy host) is waited for, at most FK_SHIP_WAIT_NS. */
 static void wait_shipped(fk_task *t)
 {
 	uint32_t want = atomic_load_explicit(&t->runs_ended, memory_order_relaxed);
@@ -122,8 +122,8 @@ void fk_run_end_all(int reason)
  * process's threads have waited so far inside intercepted calls for the
  * hook's own work (a profiling run's end for the sender to ship the run
  * before it), not for the scheduler (a grant, the bounds: waits it means).
- * A service alone should never wait so: tests/overhead_test.go judges the
- * hook's cost by it, a figure the host's load barely moves. */
+ * A service alone should hardly ever wait so: tests/overhead_test.go
+ * judges the hook's cost by it, a figure the host's load barely moves. */
 FK_EXPORT unsigned long long fikit_own_wait_ns(void)
 {
 	return atomic_load_explicit(&fk_own_wait_ns, memory_order_relaxed);
