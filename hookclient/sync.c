@@ -107,8 +107,8 @@ void fk_run_end(fk_task *t, int reason)
 	/* Not woken: the service resumes now, and a sender woken here would
 	 * compete with it (for a core, or for the driver) just as the next run
 	 * starts; its next poll (≤ 1 ms) ships the RunEnd. */
-	if (fk_ring_push(&fk_q, &r))
-		atomic_fetch_add_explicit(&t->runs_ended, 1, memory_order_relaxed);
+	if (fk_ring_push(&fk_q, &r)) /* release: a sender that counts it finds it in the ring */
+		atomic_fetch_add_explicit(&t->runs_ended, 1, memory_order_release);
 }
 
 void fk_run_end_all(int reason)
@@ -127,6 +127,17 @@ void fk_run_end_all(int reason)
 FK_EXPORT unsigned long long fikit_own_wait_ns(void)
 {
 	return atomic_load_explicit(&fk_own_wait_ns, memory_order_relaxed);
+}
+
+/* Exported (hookclient/README.md "Own waits"): how often the sender went
+ * through a whole iteration while a thread waited for it and left a run
+ * that had ended before it began unshipped — never, unless the hook holds
+ * back the very work it waits for (issue 37), or the device has not run
+ * that run's kernels yet (a synchronization of another stream): a sender
+ * starved of a CPU makes waits long, not lapses. */
+FK_EXPORT unsigned long long fikit_own_wait_lapses(void)
+{
+	return atomic_load_explicit(&fk_own_wait_lapses, memory_order_relaxed);
 }
 
 /* Exported: a service (or a harness) can mark a run end explicitly. */

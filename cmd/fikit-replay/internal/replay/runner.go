@@ -91,6 +91,11 @@ type RunRecord struct {
 	// JCTNs that a service alone should never pay (hookclient/README.md
 	// "Own waits").
 	HookWaitNs *int64 `json:"hook_wait_ns,omitempty"`
+	// HookWaitLapses (under fikit's hook): how often during the run the
+	// hook's sender went through a whole iteration and left undone what the
+	// run waited for (hookclient/README.md "Own waits"): 0 unless the hook
+	// holds back its own work.
+	HookWaitLapses *int64 `json:"hook_wait_lapses,omitempty"`
 }
 
 // DeviceTotals is what the replay's context got from the device.
@@ -133,11 +138,16 @@ type Totaler interface {
 	Totals() (DeviceTotals, bool)
 }
 
-// HookWaiter is a Device whose process may run under fikit's hook: how
-// long its threads have waited inside the hook for the hook's own work so
-// far (fikit_own_wait_ns); false without the hook.
+// HookWaits is what a process's threads have waited inside fikit's hook
+// for the hook's own work so far: how long (fikit_own_wait_ns), and how
+// often the hook's sender left what they waited for undone although it ran
+// (fikit_own_wait_lapses).
+type HookWaits struct{ Ns, Lapses int64 }
+
+// HookWaiter is a Device whose process may run under fikit's hook; false
+// without the hook.
 type HookWaiter interface {
-	HookWaitNs() (int64, bool)
+	HookWaits() (HookWaits, bool)
 }
 
 // Flusher is a Device whose process may run under fikit's hook, which must
@@ -226,7 +236,7 @@ func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64
 	}
 	hw, _ := dev.(HookWaiter)
 	if hw != nil {
-		if _, ok := hw.HookWaitNs(); !ok {
+		if _, ok := hw.HookWaits(); !ok {
 			hw = nil
 		}
 	}
@@ -259,10 +269,11 @@ func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64
 				return jcts, ErrInterrupted
 			}
 		}
-		var rq0, hw0 int64
+		var rq0 int64
+		var hw0 HookWaits
 		rqOK := false
 		if hw != nil {
-			hw0, _ = hw.HookWaitNs()
+			hw0, _ = hw.HookWaits()
 		}
 		if runq != nil {
 			rq0, rqOK = runq.read()
@@ -288,11 +299,11 @@ func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64
 				waited = &w
 			}
 		}
-		var hookWait *int64
+		var hookWait, hookLapses *int64
 		if hw != nil {
-			if hw1, ok := hw.HookWaitNs(); ok {
-				w := hw1 - hw0
-				hookWait = &w
+			if hw1, ok := hw.HookWaits(); ok {
+				w, l := hw1.Ns-hw0.Ns, hw1.Lapses-hw0.Lapses
+				hookWait, hookLapses = &w, &l
 			}
 		}
 		spinUntil(end + cfg.PostNs)
@@ -301,7 +312,8 @@ func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64
 		}
 		jcts = append(jcts, end-start)
 		if cfg.JSON {
-			rec := RunRecord{Run: j, StartNs: start, JCTNs: end - start, Kernels: len(run), BlockedNs: blocked, RunqNs: waited, HookWaitNs: hookWait}
+			rec := RunRecord{Run: j, StartNs: start, JCTNs: end - start, Kernels: len(run), BlockedNs: blocked, RunqNs: waited, HookWaitNs: hookWait,
+				HookWaitLapses: hookLapses}
 			if offsets != nil {
 				w := max(start-arrival, 0)
 				rec.WaitNs = &w

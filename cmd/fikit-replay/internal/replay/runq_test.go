@@ -59,7 +59,9 @@ func (d *hookDevice) Synchronize() error {
 	return d.fakeDevice.Synchronize()
 }
 
-func (d *hookDevice) HookWaitNs() (int64, bool) { return d.total, true }
+func (d *hookDevice) HookWaits() (HookWaits, bool) {
+	return HookWaits{Ns: d.total, Lapses: d.total / 1000}, true
+}
 
 // A run's hook_wait_ns is what the hook's total grew by during the run; a
 // device without the hook reports none.
@@ -79,6 +81,9 @@ func TestReplayReportsHookWaitPerRun(t *testing.T) {
 	for i, r := range j.runs {
 		if r.HookWaitNs == nil || *r.HookWaitNs != want[i] {
 			t.Errorf("run %d hook wait %v, want %d", i, r.HookWaitNs, want[i])
+		}
+		if wantL := map[int]int64{1: 2}[i]; r.HookWaitLapses == nil || *r.HookWaitLapses != wantL {
+			t.Errorf("run %d hook lapses %v, want %d", i, r.HookWaitLapses, wantL)
 		}
 	}
 	out2, err := runFake(t, &fakeDevice{}, "--trace", "h100/mobilenet_4_fwd", "--runs", "1", "--cpu-ns", "0", "--json", "-q")
