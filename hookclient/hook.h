@@ -49,6 +49,8 @@ extern atomic_int fk_ready; /* the init has run */
 extern fk_config fk_cfg;
 extern atomic_uint fk_generation; /* bumped in a forked child */
 extern atomic_int fk_blocked;     /* threads inside a host-blocking call (sync.c) */
+extern atomic_ullong fk_own_wait_ns; /* application threads' waits for the hook's own work (sync.c) */
+extern atomic_ullong fk_own_wait_lapses; /* sender iterations that left a waited-for run unshipped (sender.c) */
 
 /* The real entry point of a slot; the wrapper that called the handler has
  * run the init. */

@@ -508,11 +508,19 @@ int fk_measure_poll(fk_task *t, int exiting, int *pending, fk_run_done *done)
 	 * driver for the context's), and a launch delayed before it enqueues
 	 * is the one delay the correction above cannot see. A service that
 	 * never pauses long enough is read while it runs once it is two runs
-	 * behind, as is a run long enough to drain the event pool. */
+	 * behind, as is a run long enough to drain the event pool, and a
+	 * profiling run as soon as it ended (below). */
 	if (m->head == m->tail)
 		return 0;
 	int low = p && (size_t)(atomic_load_explicit(&p->free_q->head, memory_order_relaxed) -
 				atomic_load_explicit(&p->free_q->tail, memory_order_relaxed)) <= FK_EV_PAIRS / 4;
+	/* A profiling run's end waits for the run before it to be shipped
+	 * (sync.c): a run that ended is read at once, while the service
+	 * launches the next one, as a run two behind always was. Waiting for a
+	 * quiet moment instead left the reading to that wait whenever the next
+	 * run's synchronization was short (a service that launches as fast as
+	 * the device runs): the service then waited for its own measurements. */
+	int next_waits = (atomic_load_explicit(&t->mode, memory_order_relaxed) & FK_MODE_MEASURE) != 0;
 	while (m->head != m->tail) {
 		mitem *it = &m->q[m->head % m->cap];
 		if (it->kind == FK_REC_RUN_END) { /* its kernels are read: the core decides at once */
@@ -533,7 +541,7 @@ int fk_measure_poll(fk_task *t, int exiting, int *pending, fk_run_done *done)
 		}
 		/* Checked before every driver call: the service may resume at any
 		 * moment, and each call could hold the driver's lock against it. */
-		if (!low && !(m->ends > 1 || (m->ends > 0 && quiet(t, exiting))))
+		if (!low && !(m->ends > 1 || (m->ends > 0 && (next_waits || quiet(t, exiting)))))
 			break;
 		if (p->ctx != current_ctx && fk_drv.cuCtxSetCurrent(p->ctx) == CUDA_SUCCESS)
 			current_ctx = p->ctx;
@@ -551,7 +559,7 @@ int fk_measure_poll(fk_task *t, int exiting, int *pending, fk_run_done *done)
 			break;
 		}
 		if (q == CUDA_SUCCESS && it->ev != m->anchor) {
-			if (!low && !(m->ends > 1 || (m->ends > 0 && quiet(t, exiting))))
+			if (!low && !(m->ends > 1 || (m->ends > 0 && (next_waits || quiet(t, exiting)))))
 				break; /* the end time is read again next time */
 			q = fk_drv.cuEventElapsedTime(&sms, p->start[m->anchor], p->start[it->ev]);
 		}

@@ -11,3 +11,5 @@ fk_config fk_cfg;
 fk_driver fk_drv;
 atomic_uint fk_generation; /* bumped in a forked child: per-thread state made before is stale */
 atomic_int fk_blocked;     /* threads inside a host-blocking call: a time to read events (measure.c) */
+atomic_ullong fk_own_wait_ns; /* application threads' waits for the hook's own work (sync.c) */
+atomic_ullong fk_own_wait_lapses; /* sender iterations that left a waited-for run unshipped (sender.c) */

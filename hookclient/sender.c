@@ -113,6 +113,35 @@ static void flush(void)
 	}
 }
 
+/* A profiling run's end that waits for this thread (sync.c) waits for the
+ * runs ended before it: each iteration begun while it waits drains every
+ * run end pushed by then, reads those runs and ships them, or says so: a
+ * lapse (fikit_own_wait_lapses), the hook holding back what a service
+ * waits for. */
+static uint32_t waited_for[FK_MAX_TASKS]; /* runs_ended as the iteration began */
+static uint8_t waiting[FK_MAX_TASKS];
+
+static void note_waited_for(void)
+{
+	int n = atomic_load(&fk_ntasks);
+	for (int i = 0; i < n; i++) {
+		fk_task *t = &fk_tasks[i];
+		waiting[i] = atomic_load(&t->ship_waiters) > 0;
+		if (waiting[i])
+			waited_for[i] = atomic_load_explicit(&t->runs_ended, memory_order_acquire);
+	}
+}
+
+static void check_waited_for(void)
+{
+	int n = atomic_load(&fk_ntasks);
+	for (int i = 0; i < n; i++)
+		if (waiting[i] && (int32_t)(atomic_load(&fk_tasks[i].runs_shipped) - waited_for[i]) < 0) {
+			atomic_fetch_add_explicit(&fk_own_wait_lapses, 1, memory_order_relaxed);
+			waiting[i] = 0;
+		}
+}
+
 /* ---- the daemon's messages ---- */
 
 /* Map the board a RegisterAck names (board.h); NULL: gate by UDP alone. */
@@ -321,6 +350,7 @@ static void *sender_main(void *arg)
 	int readable = 1;
 	for (;;) {
 		int pending = 0;
+		note_waited_for();
 		unsigned req = atomic_load(&fk_flush_req);
 		int activity = drain_ring();
 		activity += measure_all(&pending, atomic_load(&exiting) || req != flush_handled);
@@ -339,6 +369,7 @@ static void *sender_main(void *arg)
 		if (readable)
 			activity += receive_all();
 		flush();
+		check_waited_for();
 		timeout = activity ? POLL_MIN_NS : (timeout * 2 > POLL_MAX_NS ? POLL_MAX_NS : timeout * 2);
 		uint64_t wait = pending && timeout > POLL_MEASURE_NS ? POLL_MEASURE_NS : timeout;
 		struct pollfd pfd[2] = {{.fd = fk_link_ctl(), .events = POLLIN}, {.fd = fk_wake_fd, .events = POLLIN}};

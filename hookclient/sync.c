@@ -49,16 +49,21 @@ static void after_block(fk_task *t)
 /* A profiling run ends: the run before it must have been shipped, so that
  * a process that ends without the hook's exit handler (_exit, Go's
  * os.Exit) and without fikit_flush() loses at most its last run. The
- * sender was woken when this run's synchronization began and has had that
- * long; a sender that lags (a busy host) is waited for, at most
- * FK_SHIP_WAIT_NS. */
+ * sender read that run as soon as it ended (measure.c) and has had this
+ * run's launches and synchronization to ship it; a sender that lags (a
+ * busy host) is waited for, at most FK_SHIP_WAIT_NS. */
 static void wait_shipped(fk_task *t)
 {
 	uint32_t want = atomic_load_explicit(&t->runs_ended, memory_order_relaxed);
 	uint32_t got = atomic_load_explicit(&t->runs_shipped, memory_order_acquire);
 	if ((int32_t)(got - want) >= 0)
 		return;
-	uint64_t until = fk_now_ns() + FK_SHIP_WAIT_NS;
+	uint64_t began = fk_now_ns(), until = began + FK_SHIP_WAIT_NS;
+	/* The thread blocks here as in a synchronization, and is counted so:
+	 * the sender, which holds back reading events while the service may
+	 * launch (measure.c, quiet), must not hold back the very run this
+	 * thread waits for until the wait runs out. */
+	atomic_fetch_add_explicit(&fk_blocked, 1, memory_order_relaxed);
 	atomic_fetch_add(&t->ship_waiters, 1);
 	fk_sender_wake();
 	for (;;) {
@@ -70,6 +75,8 @@ static void wait_shipped(fk_task *t)
 		syscall(SYS_futex, &t->runs_shipped, FUTEX_WAIT_PRIVATE, got, &ts, NULL, 0);
 	}
 	atomic_fetch_sub(&t->ship_waiters, 1);
+	atomic_fetch_sub_explicit(&fk_blocked, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&fk_own_wait_ns, fk_now_ns() - began, memory_order_relaxed);
 }
 
 void fk_run_end(fk_task *t, int reason)
@@ -100,8 +107,8 @@ void fk_run_end(fk_task *t, int reason)
 	/* Not woken: the service resumes now, and a sender woken here would
 	 * compete with it (for a core, or for the driver) just as the next run
 	 * starts; its next poll (≤ 1 ms) ships the RunEnd. */
-	if (fk_ring_push(&fk_q, &r))
-		atomic_fetch_add_explicit(&t->runs_ended, 1, memory_order_relaxed);
+	if (fk_ring_push(&fk_q, &r)) /* release: a sender that counts it finds it in the ring */
+		atomic_fetch_add_explicit(&t->runs_ended, 1, memory_order_release);
 }
 
 void fk_run_end_all(int reason)
@@ -109,6 +116,28 @@ void fk_run_end_all(int reason)
 	int n = atomic_load(&fk_ntasks);
 	for (int i = 0; i < n; i++)
 		fk_run_end(&fk_tasks[i], reason);
+}
+
+/* Exported (hookclient/README.md "Own waits"): how long, in ns, the
+ * process's threads have waited so far inside intercepted calls for the
+ * hook's own work (a profiling run's end for the sender to ship the run
+ * before it), not for the scheduler (a grant, the bounds: waits it means).
+ * A service alone should hardly ever wait so: tests/overhead_test.go
+ * judges the hook's cost by it, a figure the host's load barely moves. */
+FK_EXPORT unsigned long long fikit_own_wait_ns(void)
+{
+	return atomic_load_explicit(&fk_own_wait_ns, memory_order_relaxed);
+}
+
+/* Exported (hookclient/README.md "Own waits"): how often the sender went
+ * through a whole iteration while a thread waited for it and left a run
+ * that had ended before it began unshipped — never, unless the hook holds
+ * back the very work it waits for (issue 37), or the device has not run
+ * that run's kernels yet (a synchronization of another stream): a sender
+ * starved of a CPU makes waits long, not lapses. */
+FK_EXPORT unsigned long long fikit_own_wait_lapses(void)
+{
+	return atomic_load_explicit(&fk_own_wait_lapses, memory_order_relaxed);
 }
 
 /* Exported: a service (or a harness) can mark a run end explicitly. */

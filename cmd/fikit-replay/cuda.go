@@ -100,6 +100,26 @@ static int fk_flush(void)
 	return fn ? fn() : -2;
 }
 
+// The hook's own waits so far and their lapses (hookclient/README.md "Own
+// waits"), found at run time: -1 without the hook.
+typedef unsigned long long (*fk_own_wait_fn)(void);
+
+static int fk_own_wait(unsigned long long *ns, unsigned long long *lapses)
+{
+	static fk_own_wait_fn fn, fl;
+	static int looked;
+	if (!looked) {
+		fn = (fk_own_wait_fn)dlsym(RTLD_DEFAULT, "fikit_own_wait_ns");
+		fl = (fk_own_wait_fn)dlsym(RTLD_DEFAULT, "fikit_own_wait_lapses");
+		looked = 1;
+	}
+	if (!fn || !fl)
+		return -1;
+	*ns = fn();
+	*lapses = fl();
+	return 0;
+}
+
 static int fk_ctx_totals(fk_totals *out)
 {
 	static fk_totals_fn fn;
@@ -321,6 +341,16 @@ func (d *cudaDevice) Totals() (replay.DeviceTotals, bool) {
 		return replay.DeviceTotals{}, false
 	}
 	return replay.DeviceTotals{Kernels: uint64(t.kernels), BusyNs: int64(t.busy_ns), BlockedNs: int64(t.blocked_ns)}, true
+}
+
+// HookWaits reads the hook's fikit_own_wait_ns and fikit_own_wait_lapses;
+// false without the hook.
+func (d *cudaDevice) HookWaits() (replay.HookWaits, bool) {
+	var ns, lapses C.ulonglong
+	if C.fk_own_wait(&ns, &lapses) != 0 {
+		return replay.HookWaits{}, false
+	}
+	return replay.HookWaits{Ns: int64(ns), Lapses: int64(lapses)}, true
 }
 
 // Flush asks fikit's hook, when it is loaded (LD_PRELOAD), to ship what it

@@ -35,7 +35,10 @@
 // Output with --json, one JSON object per line: per measured run
 // {"run":i,"start_ns":…,"jct_ns":…,"kernels":…} (start_ns is CLOCK_MONOTONIC,
 // the time base of simgpu's timeline; open-loop runs add "wait_ns", how long
-// after its arrival the run could start), then
+// after its arrival the run could start; on simgpu "blocked_ns", its GPU
+// interference; on Linux "runq_ns", how long the replay's thread waited for
+// a CPU during the run (the host's load); under fikit's hook "hook_wait_ns",
+// how long the run waited inside the hook for the hook's own work), then
 // {"summary":{"runs":…,"p50_ns":…,"p90_ns":…,"p99_ns":…,"mean_ns":…,"cv":…,"min_ns":…,"max_ns":…}}
 // (nearest-rank percentiles; cv is the standard deviation over the mean).
 // Without --json: a two-line human summary with the analytic JCT beside the

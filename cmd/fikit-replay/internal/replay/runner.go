@@ -83,6 +83,19 @@ type RunRecord struct {
 	// waited for other contexts' kernels or context switches: the GPU
 	// interference the run suffered, ground truth (docs/simgpu.md).
 	BlockedNs *int64 `json:"blocked_ns,omitempty"`
+	// RunqNs (Linux) is how long the replay's thread waited in the run
+	// queue for a CPU during the run: host load, part of JCTNs.
+	RunqNs *int64 `json:"runq_ns,omitempty"`
+	// HookWaitNs (under fikit's hook) is how long the run waited inside
+	// the hook for the hook's own work, not for the scheduler: part of
+	// JCTNs that a service alone should never pay (hookclient/README.md
+	// "Own waits").
+	HookWaitNs *int64 `json:"hook_wait_ns,omitempty"`
+	// HookWaitLapses (under fikit's hook): how often during the run the
+	// hook's sender went through a whole iteration and left undone what the
+	// run waited for (hookclient/README.md "Own waits"): 0 unless the hook
+	// holds back its own work.
+	HookWaitLapses *int64 `json:"hook_wait_lapses,omitempty"`
 }
 
 // DeviceTotals is what the replay's context got from the device.
@@ -123,6 +136,18 @@ type Reserver interface {
 // GPU).
 type Totaler interface {
 	Totals() (DeviceTotals, bool)
+}
+
+// HookWaits is what a process's threads have waited inside fikit's hook
+// for the hook's own work so far: how long (fikit_own_wait_ns), and how
+// often the hook's sender left what they waited for undone although it ran
+// (fikit_own_wait_lapses).
+type HookWaits struct{ Ns, Lapses int64 }
+
+// HookWaiter is a Device whose process may run under fikit's hook; false
+// without the hook.
+type HookWaiter interface {
+	HookWaits() (HookWaits, bool)
 }
 
 // Flusher is a Device whose process may run under fikit's hook, which must
@@ -209,6 +234,16 @@ func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64
 			totaler = nil
 		}
 	}
+	hw, _ := dev.(HookWaiter)
+	if hw != nil {
+		if _, ok := hw.HookWaits(); !ok {
+			hw = nil
+		}
+	}
+	runq := openRunq()
+	if runq != nil {
+		defer runq.close()
+	}
 	var base int64
 	changed := ls
 	if cfg.ChangeAt > 0 {
@@ -234,6 +269,15 @@ func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64
 				return jcts, ErrInterrupted
 			}
 		}
+		var rq0 int64
+		var hw0 HookWaits
+		rqOK := false
+		if hw != nil {
+			hw0, _ = hw.HookWaits()
+		}
+		if runq != nil {
+			rq0, rqOK = runq.read()
+		}
 		start, end, err := launchRun(run, done) // a graph has no change (replayConfig)
 		if err != nil {
 			if err == ErrInterrupted {
@@ -248,13 +292,28 @@ func Replay(ctx context.Context, cfg Config, dev Device, out io.Writer) ([]int64
 				blocked, blockedBefore = &b, t.BlockedNs
 			}
 		}
+		var waited *int64
+		if rqOK {
+			if rq1, ok := runq.read(); ok && rq1 >= rq0 {
+				w := rq1 - rq0
+				waited = &w
+			}
+		}
+		var hookWait, hookLapses *int64
+		if hw != nil {
+			if hw1, ok := hw.HookWaits(); ok {
+				w, l := hw1.Ns-hw0.Ns, hw1.Lapses-hw0.Lapses
+				hookWait, hookLapses = &w, &l
+			}
+		}
 		spinUntil(end + cfg.PostNs)
 		if j < 0 {
 			continue
 		}
 		jcts = append(jcts, end-start)
 		if cfg.JSON {
-			rec := RunRecord{Run: j, StartNs: start, JCTNs: end - start, Kernels: len(run), BlockedNs: blocked}
+			rec := RunRecord{Run: j, StartNs: start, JCTNs: end - start, Kernels: len(run), BlockedNs: blocked, RunqNs: waited, HookWaitNs: hookWait,
+				HookWaitLapses: hookLapses}
 			if offsets != nil {
 				w := max(start-arrival, 0)
 				rec.WaitNs = &w
