@@ -188,6 +188,29 @@ func (b *Badger) set(key, v []byte) error {
 	return b.db.Update(func(txn *badger.Txn) error { return txn.Set(key, v) })
 }
 
+// get reads key's value (a copy), nil where there is none: the one read
+// path of the single-key records (usage, roster).
+func (b *Badger) get(key []byte) ([]byte, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if b.closed {
+		return nil, ErrClosed
+	}
+	var v []byte
+	err := b.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(key)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		v, err = item.ValueCopy(nil)
+		return err
+	})
+	return v, err
+}
+
 // Delete implements Store.
 func (b *Badger) Delete(model, taskKey string) error {
 	if err := checkKey(model, taskKey); err != nil {

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // Known is one task a daemon had registered: what it registered as. A
@@ -81,25 +79,17 @@ func decodeRoster(v []byte) ([]Known, error) {
 
 // Roster implements RosterStore.
 func (b *Badger) Roster() ([]Known, error) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if b.closed {
-		return nil, ErrClosed
+	v, err := b.get(rosterKey)
+	if err != nil {
+		if errors.Is(err, ErrClosed) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("roster: %w", err)
 	}
-	ks := []Known{}
-	err := b.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(rosterKey)
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return item.Value(func(v []byte) error {
-			ks, err = decodeRoster(v)
-			return err
-		})
-	})
+	if v == nil {
+		return []Known{}, nil
+	}
+	ks, err := decodeRoster(v)
 	if err != nil {
 		return nil, fmt.Errorf("roster: %w", err)
 	}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-
-	"github.com/dgraph-io/badger/v4"
 )
 
 // Usage is the GPU time accounted to one task key of one tenant (the
@@ -78,25 +76,17 @@ func decodeUsage(v []byte) ([]Usage, error) {
 
 // Usage implements UsageStore.
 func (b *Badger) Usage() ([]Usage, error) {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if b.closed {
-		return nil, ErrClosed
+	v, err := b.get(usageKey)
+	if err != nil {
+		if errors.Is(err, ErrClosed) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("usage: %w", err)
 	}
-	us := []Usage{}
-	err := b.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(usageKey)
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return item.Value(func(v []byte) error {
-			us, err = decodeUsage(v)
-			return err
-		})
-	})
+	if v == nil {
+		return []Usage{}, nil
+	}
+	us, err := decodeUsage(v)
 	if err != nil {
 		return nil, fmt.Errorf("usage: %w", err)
 	}
