@@ -170,7 +170,7 @@ func DefaultConfig() Config {
 		InflightBudget:    int64(200 * time.Microsecond),
 		HookBound:         true,
 		BoardResume:       true,
-		PreSwitch:         true,
+		PreSwitch:         false,
 		PreSwitchGuard:    int64(time.Millisecond),
 		PreSwitchMargin:   int64(200 * time.Microsecond),
 		GrantLead:         int64(25 * time.Microsecond),

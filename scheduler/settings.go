@@ -79,7 +79,7 @@ var Settings = []Setting{
 		Help:  "a waiter resumes without asking when the board shows the better priorities' runs ended and their predicted next run leaves a switch and its kernel",
 		field: func(c *Config) any { return &c.BoardResume }},
 	{Name: "pre-switch", Kind: KindBool,
-		Help:  "ahead of the best priority's predicted request (periodic arrivals) the low priorities stop early and its hook makes its context resident, so that the request pays no context switch (on: an H200 run showed the gain, docs/scheduler.md)",
+		Help:  "ahead of the best priority's predicted request (periodic arrivals) the low priorities stop early and its hook makes its context resident, so that the request pays no context switch (off: the gain is shown on an H200, a defect beside the hooks' bound is open, docs/scheduler.md)",
 		field: func(c *Config) any { return &c.PreSwitch }},
 	{Name: "pre-switch-guard", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
 		Help: "pre-switch: how long past the predicted request the low priorities wait for it", field: func(c *Config) any { return &c.PreSwitchGuard }},

@@ -38,7 +38,7 @@ var Variants = []Variant{
 	{Name: "board-resume", Title: "+ board resume", Settings: plus("board-resume=true")},
 	{Name: "pre-switch", Title: "+ pre-switch", Settings: plus("pre-switch=true")},
 	{Name: VariantAll, Title: "all together", Settings: []string{"switch-cost=auto", "switch-aware=true", "hook-bound=true",
-		"holder-ttl-alpha=2", "board-resume=true", "pre-switch=true"}},
+		"holder-ttl-alpha=2", "board-resume=true"}},
 }
 
 // VariantAll is the variant with every mechanism on: DefaultConfig's.

@@ -34,7 +34,7 @@ var modeSpecs = []modeSpec{
 	{Name: ModeFikit, Title: "fikit", Hooked: true},
 	{Name: ModeFikitUDP, Title: "fikit, FIKIT_BOARD=off", Hooked: true, Env: []string{"FIKIT_BOARD=off"}},
 	{Name: ModeFikitCPU, Title: "control (LP on another device)", Hooked: true, LPOtherDevice: true},
-	{Name: ModeFikitNoPreSwitch, Title: "fikit, pre-switch off", Hooked: true, Scheduler: preSwitchOff},
+	{Name: ModeFikitPreSwitch, Title: "fikit + pre-switch (gain by construction on simgpu)", Hooked: true, Scheduler: preSwitchOn},
 }
 
 // The usual mode lists: default sharing, fikit with the board and without

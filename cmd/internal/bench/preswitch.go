@@ -2,12 +2,12 @@ package bench
 
 import "github.com/fikit/fikit/scheduler"
 
-// ModeFikitNoPreSwitch is fikit with the pre-switch off (docs/scheduler.md
-// "The pre-switch"), under a daemon of its own: the workloads run it beside
-// fikit with it on, the default since an H200 showed the gain.
-const ModeFikitNoPreSwitch = "fikit_no_pre_switch"
+// ModeFikitPreSwitch is fikit with the pre-switch on (docs/scheduler.md "The
+// pre-switch"), under a daemon of its own: the workloads run it beside
+// fikit with it off, the default.
+const ModeFikitPreSwitch = "fikit_pre_switch"
 
-func preSwitchOff(c *scheduler.Config) { c.PreSwitch = false }
+func preSwitchOn(c *scheduler.Config) { c.PreSwitch = true }
 
 // lpRate is a mode's LP runs per second of the HP's span (0: not measured).
 func lpRate(m *ModeResult) float64 {
@@ -25,7 +25,7 @@ func lpRate(m *ModeResult) float64 {
 func preSwitchSection(p printer, res *Results) {
 	var scs []Scenario
 	for _, sc := range sections(res, SecWorkloads) {
-		if sc.Error == "" && sc.Mode(ModeFikitNoPreSwitch) != nil {
+		if sc.Error == "" && sc.Mode(ModeFikitPreSwitch) != nil {
 			scs = append(scs, sc)
 		}
 	}
@@ -33,16 +33,16 @@ func preSwitchSection(p printer, res *Results) {
 		return
 	}
 	p("## Pre-switch — off vs on (gain by construction on simgpu)\n\n")
-	p("The same workloads under fikit with `--pre-switch` off and on (the default): ahead of the HP's predicted " +
+	p("The same workloads under fikit with `--pre-switch` off (the default) and on: ahead of the HP's predicted " +
 		"request the LP stops, the HP's hook makes its context resident, and the request pays no switch " +
 		"(docs/scheduler.md \"The pre-switch\"). **On simgpu the gain is by construction**: its device keeps an idle " +
 		"context resident until another submits, as an H200 does (docs/bench.md \"On a real GPU\"); " +
 		"the LP's share is the price, paid on any device. HP ratios are wall clock: p50 and p99 against the p50 alone, " +
 		"and p99 against the p99 alone (interference: simgpu's blocked time, p50 / p99 %% of the JCT alone); LP " +
 		"share is its runs per second of the HP's span against default sharing's.\n\n")
-	p("| workload | HP arrivals | pre-switch off: p50 / p99 × alone p50 / p99 × alone p99 | interference | on (fikit): p50 / p99 × alone p50 / p99 × alone p99 | interference | LP share of sharing's: off | on |\n|---|---|---|---|---|---|---|---|\n")
+	p("| workload | HP arrivals | fikit p50 / p99 × alone p50 / p99 × alone p99 | interference | + pre-switch p50 / p99 × alone p50 / p99 × alone p99 | interference | LP share of sharing's: fikit | + pre-switch |\n|---|---|---|---|---|---|---|---|\n")
 	for _, sc := range scs {
-		on, fk, sh, ex := sc.Mode(ModeFikit), sc.Mode(ModeFikitNoPreSwitch), sc.Mode(ModeSharing), mode(sc, ModeExclusive)
+		fk, on, sh, ex := sc.Mode(ModeFikit), sc.Mode(ModeFikitPreSwitch), sc.Mode(ModeSharing), mode(sc, ModeExclusive)
 		ratios := func(m *ModeResult) string {
 			if m == nil || ex.HP.P50 <= 0 || ex.HP.P99 <= 0 {
 				return "–"

@@ -48,7 +48,7 @@ func workloadPlan(hpRuns int) []workload {
 			modes = append(modes, m)
 		}
 	}
-	modes = append(modes, ModeFikitNoPreSwitch) // fikit without the pre-switch (preswitch.go)
+	modes = append(modes, ModeFikitPreSwitch) // fikit with the pre-switch (preswitch.go)
 	return []workload{
 		{Name: "CUDA-graph ResNet-50 b1 (H) + BERT-base b16 (L)", HP: graph(hpRuns), LP: bert, Modes: modes},
 		{Name: "eager ResNet-50 b1 (H) + ResNet-50 b16 training (L)", HP: eager, LP: train, Modes: modes},
