@@ -374,25 +374,35 @@ func (b *Builder) Detach(run uint32) *EndedRun {
 // counts it discarded (by why, or by what is wrong with it). A run decided
 // after the profile completed is ignored.
 func (b *Builder) Decide(e *EndedRun, kernels uint32, runNs uint64, why DiscardReason) (RunOutcome, DiscardReason) {
+	if out, r, done := b.screen(e, kernels, runNs, why); done {
+		return out, r
+	}
+	b.fold(e.recs, runNs)
+	return RunCommitted, 0
+}
+
+// screen decides the runs that neither Decide nor DecideBeside folds:
+// ignored, empty, discarded for why (when not 0), records missing, or
+// implausible, in that order; done is false for a run to fold.
+func (b *Builder) screen(e *EndedRun, kernels uint32, runNs uint64, why DiscardReason) (RunOutcome, DiscardReason, bool) {
 	if e.ignored || b.Complete() {
-		return RunIgnored, 0
+		return RunIgnored, 0, true
 	}
 	n := len(e.recs)
 	switch {
 	case kernels == 0 && n == 0 && !e.overflow:
-		return RunEmpty, 0
+		return RunEmpty, 0, true
 	case why != 0:
 		b.discard(why)
-		return RunDiscarded, why
+		return RunDiscarded, why, true
 	case !e.found || e.overflow || uint64(n) != uint64(kernels):
 		b.discard(DiscardRecordsLost)
-		return RunIncomplete, DiscardRecordsLost
+		return RunIncomplete, DiscardRecordsLost, true
 	case !plausible(e.recs, runNs):
 		b.discard(DiscardImplausible)
-		return RunImplausible, DiscardImplausible
+		return RunImplausible, DiscardImplausible, true
 	}
-	b.fold(e.recs, runNs)
-	return RunCommitted, 0
+	return 0, 0, false
 }
 
 // Records are the run's records in launch order (nil when none arrived):
@@ -412,20 +422,10 @@ type Known func(i int) (duration, gap bool)
 // T, as one of BesideRuns. A run with no true measurement at all, records
 // missing, or implausible, is discarded as Decide would (why for the first).
 func (b *Builder) DecideBeside(e *EndedRun, kernels uint32, runNs uint64, known Known, why DiscardReason) (RunOutcome, DiscardReason) {
-	if e.ignored || b.Complete() {
-		return RunIgnored, 0
+	if out, r, done := b.screen(e, kernels, runNs, 0); done {
+		return out, r
 	}
 	n := len(e.recs)
-	switch {
-	case kernels == 0 && n == 0 && !e.overflow:
-		return RunEmpty, 0
-	case !e.found || e.overflow || uint64(n) != uint64(kernels):
-		b.discard(DiscardRecordsLost)
-		return RunIncomplete, DiscardRecordsLost
-	case !plausible(e.recs, runNs):
-		b.discard(DiscardImplausible)
-		return RunImplausible, DiscardImplausible
-	}
 	dur := make([]bool, n)
 	gap := make([]bool, n)
 	someKnown := false
