@@ -146,7 +146,7 @@ func TestSwitchAwareGating(t *testing.T) {
 	// of the launches break it (docs/operations.md "Mechanism-off runs");
 	// with it, 0.01–1.4 % in most runs (the hook keeps its in-flight time
 	// by the clock, which a busy host's late wake-ups can put behind the
-	// device), but about one run in 18 has a stretch that takes it to
+	// device), but 3 runs of 95 had a stretch that took it to
 	// 5.6–7.4 %, a defect not found yet (docs/scheduler.md "The
 	// pre-switch"), hence 12.5 %, still far below the bound off. The work is counted in device time (the kernels' own segments): a
 	// low-priority kernel that waits behind a switch or a high-priority
