@@ -11,8 +11,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/fikit/fikit/cmd/internal/bench"
-	"github.com/fikit/fikit/cmd/internal/harness"
+	"github.com/fikit/fikit/bench"
+	"github.com/fikit/fikit/bench/harness"
 	"github.com/fikit/fikit/simgpu/devmodel"
 )
 

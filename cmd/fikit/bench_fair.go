@@ -9,8 +9,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/fikit/fikit/cmd/internal/fairbench"
-	"github.com/fikit/fikit/cmd/internal/harness"
+	"github.com/fikit/fikit/bench/fairbench"
+	"github.com/fikit/fikit/bench/harness"
 	"github.com/fikit/fikit/simgpu/devmodel"
 )
 

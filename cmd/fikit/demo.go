@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/fikit/fikit/cmd/internal/harness"
+	"github.com/fikit/fikit/bench/harness"
 	"github.com/fikit/fikit/profiler"
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/simgpu/devmodel"

@@ -10,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/fikit/fikit/cmd/internal/launchprobe"
+	"github.com/fikit/fikit/bench/launchprobe"
 )
 
 func launchesCommand() *cli.Command {

@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/urfave/cli/v2"
 
-	"github.com/fikit/fikit/cmd/internal/daemon"
+	"github.com/fikit/fikit/daemon"
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/store"
 	"github.com/fikit/fikit/udp"

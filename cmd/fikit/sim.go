@@ -12,9 +12,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/fikit/fikit/bench/sim"
 	"github.com/fikit/fikit/profiler"
 	"github.com/fikit/fikit/scheduler"
-	"github.com/fikit/fikit/scheduler/sim"
 	"github.com/fikit/fikit/simgpu/devmodel"
 	"github.com/fikit/fikit/simgpu/trace"
 	"github.com/fikit/fikit/store"

@@ -16,7 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/fikit/fikit/cmd/internal/daemon"
+	"github.com/fikit/fikit/daemon"
 	"github.com/fikit/fikit/profiler"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fikit/fikit/cmd/internal/daemon"
+	"github.com/fikit/fikit/daemon"
 	"github.com/fikit/fikit/profiler"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/fikit/fikit/cmd/internal/chrometrace"
-	"github.com/fikit/fikit/cmd/internal/decisions"
+	"github.com/fikit/fikit/bench/chrometrace"
+	"github.com/fikit/fikit/daemon/decisions"
 	"github.com/fikit/fikit/simgpu/timeline"
 )
 

@@ -10,7 +10,7 @@ import (
 
 const (
 	testTimeline  = "../../simgpu/timeline/testdata/records.jsonl"
-	testDecisions = "../internal/decisions/testdata/records.jsonl"
+	testDecisions = "../../daemon/decisions/testdata/records.jsonl"
 )
 
 func writeFile(t *testing.T, name, content string) string {

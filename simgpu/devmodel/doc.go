@@ -2,7 +2,7 @@
 // simulated GPU, written in C (devmodel.h; devmodel.c, dm_engine.c, dm_query.c) so that the
 // simulated CUDA driver (simgpu/driver) can keep it in POSIX shared memory,
 // and wrapped here for Go so that the discrete-event simulator
-// (scheduler/sim) runs the very same model.
+// (bench/sim) runs the very same model.
 //
 // The model has no clock: every call takes the current time in nanoseconds
 // (any time base, as long as it never goes backwards). It holds up to 64

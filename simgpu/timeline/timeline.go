@@ -66,7 +66,7 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 // with parse. An error names the line (name:N); parse's errors should wrap
 // the format's sentinel, and a failed read (a line over maxLine bytes
 // included) is wrapped with formatErr. The timeline and the daemon's
-// decision record (cmd/internal/decisions) are both read with it.
+// decision record (daemon/decisions) are both read with it.
 func ParseLines[T any](rd io.Reader, name string, maxLine int, formatErr error, parse func(line []byte) (T, error)) ([]T, error) {
 	out, _, err := parseLines(rd, name, maxLine, formatErr, parse, false)
 	return out, err

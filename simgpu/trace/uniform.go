@@ -45,7 +45,7 @@ func Uniform(seed uint64, o UniformOptions) (*Trace, error) {
 }
 
 // The two services of the equal-priority fair-share measurements
-// (`fikit bench fair`, scheduler/sim and tests/fair_e2e_test.go): both
+// (`fikit bench fair`, bench/sim and tests/fair_e2e_test.go): both
 // continuous, one of short kernels (2–60 µs), one of long ones (150–900 µs).
 var (
 	EqualsShort = UniformOptions{Name: "short", Kernels: 200, Distinct: 40, MinNs: 2_000, MaxNs: 60_000}

@@ -19,7 +19,7 @@ import (
 func FuzzHandle(f *testing.F) {
 	// Seeds: every wire vector (valid messages of every type) and every
 	// invalid one, as hex after the last " | " of each line.
-	for _, path := range []string{"../../../udp/testdata/vectors.txt", "../../../udp/testdata/invalid.txt"} {
+	for _, path := range []string{"../udp/testdata/vectors.txt", "../udp/testdata/invalid.txt"} {
 		file, err := os.Open(path)
 		if err != nil {
 			f.Fatal(err)

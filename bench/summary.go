@@ -5,7 +5,7 @@ import (
 	"math"
 	"sort"
 
-	"github.com/fikit/fikit/cmd/internal/harness"
+	"github.com/fikit/fikit/bench/harness"
 )
 
 // ComputeSummary derives the contract's numbers from the scenarios. Each is

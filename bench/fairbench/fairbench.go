@@ -15,8 +15,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/fikit/fikit/cmd/internal/daemon"
-	"github.com/fikit/fikit/cmd/internal/harness"
+	"github.com/fikit/fikit/bench/harness"
+	"github.com/fikit/fikit/daemon"
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/simgpu/timeline"
 	"github.com/fikit/fikit/simgpu/trace"

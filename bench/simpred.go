@@ -3,8 +3,8 @@ package bench
 import (
 	"fmt"
 
-	"github.com/fikit/fikit/cmd/internal/harness"
-	"github.com/fikit/fikit/scheduler/sim"
+	"github.com/fikit/fikit/bench/harness"
+	"github.com/fikit/fikit/bench/sim"
 	"github.com/fikit/fikit/simgpu/devmodel"
 )
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/fikit/fikit/cmd/internal/harness"
+	"github.com/fikit/fikit/bench/harness"
 	"github.com/fikit/fikit/scheduler"
 )
 

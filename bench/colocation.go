@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/fikit/fikit/cmd/internal/harness"
+	"github.com/fikit/fikit/bench/harness"
 )
 
 // Co-location under conditions the paper's schemes leave out. Each

@@ -20,7 +20,7 @@ import (
 )
 
 // statusDoc documents the status API field by field.
-const statusDoc = "../../../docs/status-api.md"
+const statusDoc = "../docs/status-api.md"
 
 var (
 	snakeKey = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fikit/fikit/cmd/internal/decisions"
+	"github.com/fikit/fikit/daemon/decisions"
 	"github.com/fikit/fikit/scheduler"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fikit/fikit/cmd/internal/harness"
+	"github.com/fikit/fikit/bench/harness"
 	"github.com/fikit/fikit/simgpu/timeline"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/fikit/fikit/cmd/internal/decisions"
+	"github.com/fikit/fikit/daemon/decisions"
 	"github.com/fikit/fikit/simgpu/timeline"
 )
 

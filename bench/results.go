@@ -5,8 +5,8 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/fikit/fikit/cmd/internal/harness"
-	"github.com/fikit/fikit/scheduler/sim"
+	"github.com/fikit/fikit/bench/harness"
+	"github.com/fikit/fikit/bench/sim"
 )
 
 // Sections of the evaluation, as Scenario.Section names them.

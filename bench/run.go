@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fikit/fikit/cmd/internal/harness"
+	"github.com/fikit/fikit/bench/harness"
 	"github.com/fikit/fikit/profiler"
 	"github.com/fikit/fikit/scheduler"
 )

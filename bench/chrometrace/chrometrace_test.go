@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fikit/fikit/cmd/internal/decisions"
+	"github.com/fikit/fikit/daemon/decisions"
 	"github.com/fikit/fikit/simgpu/timeline"
 )
 
@@ -188,7 +188,7 @@ func validateTrace(t *testing.T, data []byte) []map[string]any {
 
 func readTimeline(t *testing.T) []timeline.Record {
 	t.Helper()
-	recs, err := timeline.Read("../../../simgpu/timeline/testdata/records.jsonl")
+	recs, err := timeline.Read("../../simgpu/timeline/testdata/records.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}

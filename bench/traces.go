@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fikit/fikit/cmd/internal/chrometrace"
-	"github.com/fikit/fikit/cmd/internal/decisions"
+	"github.com/fikit/fikit/bench/chrometrace"
+	"github.com/fikit/fikit/daemon/decisions"
 	"github.com/fikit/fikit/simgpu/timeline"
 )
 

@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/fikit/fikit/cmd/internal/harness"
+	"github.com/fikit/fikit/bench/harness"
+	"github.com/fikit/fikit/bench/sim"
 	"github.com/fikit/fikit/scheduler"
-	"github.com/fikit/fikit/scheduler/sim"
 	"github.com/fikit/fikit/simgpu/devmodel"
 	"github.com/fikit/fikit/simgpu/trace"
 )

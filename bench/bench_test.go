@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fikit/fikit/cmd/internal/harness"
+	"github.com/fikit/fikit/bench/harness"
 	"github.com/fikit/fikit/scheduler"
 )
 

@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/fikit/fikit/cmd/internal/harness"
+	"github.com/fikit/fikit/bench/harness"
 	"github.com/fikit/fikit/scheduler"
 )
 

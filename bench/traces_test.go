@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/fikit/fikit/cmd/internal/decisions"
+	"github.com/fikit/fikit/daemon/decisions"
 )
 
 func TestWritePairTrace(t *testing.T) {
@@ -25,7 +25,7 @@ func TestWritePairTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	tl := "../../../simgpu/timeline/testdata/records.jsonl"
+	tl := "../simgpu/timeline/testdata/records.jsonl"
 	if err := writePairTrace(dir, "r50 (H) + bert (L)", tl, dec, 1, 30000); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"io"
 	"sort"
 
-	"github.com/fikit/fikit/cmd/internal/decisions"
+	"github.com/fikit/fikit/daemon/decisions"
 	"github.com/fikit/fikit/kernelid"
 	"github.com/fikit/fikit/simgpu/timeline"
 )

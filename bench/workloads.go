@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/fikit/fikit/cmd/internal/harness"
+	"github.com/fikit/fikit/bench/harness"
 )
 
 // workload is a scenario of services users run today, from the frozen

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/fikit/fikit/cmd/internal/daemon"
+	"github.com/fikit/fikit/daemon"
 	"github.com/fikit/fikit/profiler"
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/store"

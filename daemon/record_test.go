@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fikit/fikit/cmd/internal/decisions"
+	"github.com/fikit/fikit/daemon/decisions"
 	"github.com/fikit/fikit/profiler"
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/store"

@@ -15,7 +15,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
-	"github.com/fikit/fikit/cmd/internal/decisions"
+	"github.com/fikit/fikit/daemon/decisions"
 	"github.com/fikit/fikit/simgpu/timeline"
 )
 
