@@ -54,6 +54,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			benchCommand(),
 			demoCommand(),
 			traceCommand(),
+			webhookCommand(),
+			installHookCommand(),
 			versionCommand(),
 		},
 		// Unknown commands are errors, not silently ignored.
