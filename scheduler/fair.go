@@ -67,8 +67,14 @@ func (n *Node) billLaunch(t *task, dur int64) {
 	}
 }
 
-// billMeasured charges t with the measured durations of its kernels.
+// billMeasured charges t with the measured durations of its kernels, where
+// its launches were not charged when launched: a sharing task's were
+// (billLaunch), and the runs its hook samples for drift, or measures again
+// for a refreshed profile, are of those launches.
 func (n *Node) billMeasured(t *task, e MeasurementsReceived) {
+	if t.phase == PhaseSharing {
+		return
+	}
 	for _, r := range e.Records {
 		n.bill(t, int64(min(r.DurationNs, uint64(1)<<40)), true)
 	}

@@ -26,9 +26,20 @@ func (n *Node) notified(t *task, seq uint32, kernel uint64, at int64) {
 	if l := t.launchRec(seq); l != nil {
 		// It was asked for, and went before its grant (on the board's
 		// word, or failing open): it was let go at at.
+		granted := l.asked && l.released != 0
 		l.released = mini(l.released, at)
 		if l.released == 0 {
 			l.released = at
+		}
+		if granted {
+			// Its grant and this report crossed: the hook launched it
+			// before the grant reached it, and the grant already billed
+			// it and counted it as predicted work. The same launch, not
+			// one on credit (scenario account_grant_crosses_report).
+			t.gpu.lpLast = t
+			n.waiterRunStart(t, seq, at)
+			t.lastLaunch = maxi(t.lastLaunch, at)
+			return
 		}
 	} else {
 		n.noteLaunch(t, seq, at, 0, kernel)
