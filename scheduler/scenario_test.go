@@ -14,7 +14,7 @@ import (
 
 // TestScenarios runs the event scripts in testdata/: each command feeds one
 // event (or defines a profile) and prints the decisions Ready returns.
-// A file starts from the `today` variant (variants.go: the gate before
+// A file starts from the `today` variant (bench/variant, todaysGate: the gate before
 // switch-aware fills, the µs bound, arrival TTLs and board resume), so the
 // files written before those mechanisms exercise what they were written
 // for; a config line's `gate=NAME` starts from another variant (`default`:
@@ -317,29 +317,48 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 // variant's ("today" when none is named), or DefaultConfig for "default".
 func scenarioBase(t *testing.T, gate string) Config {
 	c := DefaultConfig()
-	if gate == "default" {
+	switch gate {
+	case "default":
+		return c
+	case "", "today":
+		for _, kv := range todaysGate {
+			k, v, _ := strings.Cut(kv, "=")
+			if err := setKey(&c, k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
 		return c
 	}
-	if gate == "" {
-		gate = "today"
-	}
-	v, ok := LookupVariant(gate)
-	if !ok {
-		t.Fatalf("no variant %q", gate)
-	}
-	if err := v.Apply(&c); err != nil {
-		t.Fatal(err)
-	}
+	t.Fatalf("no gate %q (default or today)", gate)
 	return c
 }
 
-// setConfig sets one setting by its name (the flag's: Settings).
+// todaysGate is the gate before switch-aware fills, the µs bound, arrival
+// TTLs and board resume: bench/variant's "today", which scenario files
+// about that gate start from (they say so).
+var todaysGate = []string{"switch-cost=25us", "switch-aware=false", "hook-bound=false", "holder-ttl-alpha=0",
+	"board-resume=false", "pre-switch=false"}
+
+// setConfig sets one setting or ablation by its name (Settings' and
+// Ablations' rows).
 func (h *harness) setConfig(t *testing.T, k, v string) error {
+	if _, ok := LookupSetting(k); !ok {
+		if _, ok := LookupAblation(k); !ok {
+			t.Fatalf("unknown config key %q (keys are the settings' and ablations' names)", k)
+		}
+	}
+	return setKey(&h.cfg, k, v)
+}
+
+func setKey(c *Config, k, v string) error {
 	s, ok := LookupSetting(k)
 	if !ok {
-		t.Fatalf("unknown config key %q (keys are the settings' flag names)", k)
+		s, ok = LookupAblation(k)
 	}
-	return s.Set(&h.cfg, v)
+	if !ok {
+		return fmt.Errorf("%w: no setting %q", ErrConfig, k)
+	}
+	return s.Set(c, v)
 }
 
 // buildProfile makes a complete profile from a scenario's description:
