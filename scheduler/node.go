@@ -466,14 +466,14 @@ func (n *Node) deadline() int64 {
 			}
 		}
 		at(n.verdictAt(g))
-		if len(g.awaited) > 0 {
-			at(g.awaitUntil)
-		}
 		if g.waiting() > 0 {
 			at(n.turnEnd(g))
 		}
-		at(n.calibrateAt(g))
-		at(n.preSwitchAt(g))
+		for i := range gates {
+			if f := gates[i].at; f != nil {
+				at(f(n, g))
+			}
+		}
 		if g.waiting() == 0 {
 			at(n.fairDeadline(g)) // a throttled holder with nothing waiting
 			continue

@@ -113,43 +113,6 @@ func (n *Node) preSwitchLead(g *gpu) int64 {
 	return n.cfg.PreSwitchMargin + n.switchCost(g) + WarmProbeNs
 }
 
-// preSwitchStop is when g's low-priority work must be off the device for a
-// pre-switch (0: none planned): windows end there, idle periods fill no
-// further, and the board tells hooks the holder is back then.
-func (n *Node) preSwitchStop(g *gpu) int64 {
-	if p := &g.pre; p.task != nil {
-		return p.stop
-	}
-	h := n.preSwitchTarget(g)
-	if h == nil || h.nextLaunch == g.pre.doneNext {
-		return 0
-	}
-	next := h.preSwitchNext()
-	if next <= n.now {
-		return 0
-	}
-	return next - n.preSwitchLead(g)
-}
-
-// preSwitchUntil is when g's planned or current pre-switch lets the low
-// priorities go on if the holder has not come (0: none planned).
-func (n *Node) preSwitchUntil(g *gpu) int64 {
-	if p := &g.pre; p.task != nil {
-		return p.until
-	}
-	if n.preSwitchStop(g) == 0 {
-		return 0
-	}
-	return n.preSwitchTarget(g).preSwitchNext() + n.cfg.PreSwitchGuard
-}
-
-// preSwitchHolds reports whether g's low priorities are stopped for a
-// pre-switch now (from its stop until the holder comes or the guard ends).
-func (n *Node) preSwitchHolds(g *gpu) bool {
-	p := &g.pre
-	return p.task != nil && n.now >= p.stop && n.now < p.until
-}
-
 // preSwitchStep moves g's pre-switch on (from schedule): arms one for the
 // target's predicted run, asks for the warm-up at its stop, and gives up
 // when the guard ends without the holder.

@@ -180,6 +180,8 @@ type gpu struct {
 	// until awaitUntil (rejoin.go).
 	awaited    []KnownTask
 	awaitUntil int64
+	// line is the lineup rankers choose from (gate.go), kept for reuse.
+	line lineup
 }
 
 // fillWindow is a predicted stretch of holder idleness.

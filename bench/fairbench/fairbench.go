@@ -340,6 +340,7 @@ func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTr
 	}
 	to := monotonic() // the timeline's clock
 	st := d.Status()  // before the low-priority services leave
+	stAt := monotonic()
 	lpRes := stop()
 	if hpErr != nil {
 		return nil, hpErr
@@ -366,7 +367,7 @@ func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTr
 	}
 	sp, lp := pid(lpRes[0], short.TaskKey), pid(lpRes[1], long.TaskKey)
 	mr.ShortNs, mr.LongNs = timeline.BusyNs(recs, sp, from, to), timeline.BusyNs(recs, lp, from, to)
-	mr.ShortLifeNs, mr.LongLifeNs = timeline.BusyNs(recs, sp, 0, to), timeline.BusyNs(recs, lp, 0, to)
+	mr.ShortLifeNs, mr.LongLifeNs = timeline.ArrivedBusyNs(recs, sp, stAt), timeline.ArrivedBusyNs(recs, lp, stAt)
 	for _, t := range st.Tasks {
 		switch t.Key {
 		case short.TaskKey:

@@ -194,6 +194,20 @@ func BusyNs(recs []Record, pid int, from, to int64) int64 {
 	return busy
 }
 
+// ArrivedBusyNs is the GPU time of pid's kernels that arrived (were
+// launched) before to, wherever they ran: what a scheduler that accounts
+// a launch when it is made has accounted by then.
+func ArrivedBusyNs(recs []Record, pid int, to int64) int64 {
+	var busy int64
+	for _, r := range recs {
+		if r.PID != pid || r.IsHookProbe() || r.ArriveNs >= to {
+			continue
+		}
+		busy += r.EndNs - r.StartNs
+	}
+	return busy
+}
+
 // Span is a half-open interval of CLOCK_MONOTONIC time, e.g. one run.
 type Span struct{ From, To int64 }
 
