@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -221,16 +220,6 @@ func jcts(runs []replayRun) []int64 {
 		out[i] = r.JCTNs
 	}
 	return out
-}
-
-// p50 is the median (nearest rank).
-func p50(xs []int64) int64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]int64(nil), xs...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[(len(s)-1)/2]
 }
 
 func ms(ns int64) string { return fmt.Sprintf("%.3f ms", float64(ns)/1e6) }
