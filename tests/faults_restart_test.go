@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/fikit/fikit/bench/harness"
 	"github.com/fikit/fikit/internal/stats"
 )
 
@@ -118,7 +119,7 @@ func TestFaultDaemonRestarts(t *testing.T) {
 			}
 			runs := parseRuns(t, hproc.Stdout())
 			t.Errorf("restart %d: the high-priority service was not on time again within %v (%d runs in the last second, p50 JCT of the last 100 %s)",
-				c, catchUpMax, ran, ms(stats.Quantile(jcts(runs[max(0, len(runs)-100):]), 0.5)))
+				c, catchUpMax, ran, ms(stats.Quantile(harness.JCTs(runs[max(0, len(runs)-100):]), 0.5)))
 			continue
 		}
 		catchUps = append(catchUps, time.Since(restarted))
