@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fikit/fikit/internal/stats"
 	"github.com/fikit/fikit/kernelid"
 	"github.com/fikit/fikit/simgpu/trace"
 )
@@ -198,9 +199,8 @@ func replayAgainstAnalytic(t *testing.T, name string, cpuNs int64) string {
 			}
 		}
 	}
-	slices.Sort(gaps)
 	var late string
-	if m := gaps[len(gaps)/2]; m > cpuNs+2000 {
+	if m := stats.Quantile(gaps, 0.5); m > cpuNs+2000 {
 		late = fmt.Sprintf("median launch spacing %d ns for %d ns host time; ", m, cpuNs)
 	}
 	for i, r := range j.runs {
@@ -393,15 +393,13 @@ func TestReplayOpenLoop(t *testing.T) {
 		queued := max(prevEnd-arrival(i), 0)
 		excess = append(excess, *j.runs[i].WaitNs-queued)
 	}
-	slices.Sort(excess)
 	if len(hostLate) == 0 {
 		t.Fatal("the host probe woke no time during the replay")
 	}
-	slices.Sort(hostLate)
-	p90 := hostLate[len(hostLate)*9/10]
-	if limit := interval/2 + 2*p90; excess[len(excess)/2] > limit {
+	p90 := stats.Quantile(hostLate, 0.9)
+	if limit, med := interval/2+2*p90, stats.Quantile(excess, 0.5); med > limit {
 		t.Errorf("runs started a median %d ns late beyond their queueing (%v), want ≤ %d (half an interval and twice this host's p90 lateness, %d ns over %d probes)",
-			excess[len(excess)/2], excess, limit, p90, len(hostLate))
+			med, excess, limit, p90, len(hostLate))
 	}
 	// Runs longer than the interval queue up: they start back to back and wait.
 	dev = &fakeDevice{}
