@@ -76,6 +76,11 @@ type TaskStatus struct {
 	// Verified: the registering pid was shown to own the task's socket, so
 	// only that process's sockets speak for the task (docs/security.md).
 	Verified bool `json:"pid_verified"`
+	// A pod's task (a unix-socket hook whose cgroup names a pod): the
+	// pod's UID, and its namespace and name once the informer knows it.
+	PodUID    string `json:"pod_uid,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Pod       string `json:"pod,omitempty"`
 	// ProfileVersion is the version of the profile the task is scheduled
 	// by (0 while it profiles); Refreshing: it drifted from it and the next
 	// version is being measured.
@@ -238,6 +243,7 @@ func (s *Server) Status() Status {
 		if ta := s.tasks[t.ID]; ta != nil {
 			ts := &st.Tasks[len(st.Tasks)-1]
 			ts.RunsDone, ts.RunsDiscardedBy = ta.act.runsDone, ta.act.discards
+			ts.PodUID, ts.Namespace, ts.Pod = ta.podUID, ta.namespace, ta.podName
 			for _, n := range ta.act.discards {
 				ts.RunsDiscarded += n
 			}

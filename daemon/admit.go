@@ -29,6 +29,8 @@ type admission struct {
 	demoted string
 	pid     uint32
 	phase   string // for the log
+	// pidfd pins a unix-socket sender (-1: none): the exit watch takes it.
+	pidfd int
 }
 
 // admit turns Register m into events: the TaskLeft of the tasks it
@@ -55,9 +57,27 @@ func (s *Server) admit(m *udp.Register, src netip.AddrPort, now int64) {
 	if s.reacknowledge(src, gpu, m.Seq, now) {
 		return
 	}
-	uid, known := peerUID(src, s.Addr())
-	prio, weight, demoted := s.authorize(m, src, uid, known)
-	key := s.profileKey(m.TaskKey, uid, known)
+	who, err := s.identify(m, src)
+	if err != nil {
+		s.srcLog.logAt(src, slog.LevelWarn, "register refused: sender not identified", "err", err)
+		s.replyError(src, udp.CodeInvalidValue, 0, "not identified: "+err.Error())
+		return
+	}
+	uid, known := who.uid, who.known
+	var prio uint8
+	var weight uint32
+	var demoted, key, owner string
+	podBoard := false
+	if who.pod != nil {
+		prio, weight, demoted, podBoard = s.authorizePod(m, src, who.pod)
+		key, owner = podKey(who.pod, m.TaskKey), podTenant(who.pod)
+		if !who.pod.known {
+			s.met.unknownPods.Inc()
+		}
+	} else {
+		prio, weight, demoted = s.authorize(m, src, uid, known)
+		key, owner = s.profileKey(m.TaskKey, uid, known), tenantOf(uid, known)
+	}
 	prof := s.lookupProfile(model, key, src)
 	s.replaceOlder(src, gpu, now)
 	id := scheduler.TaskID(s.nextID)
@@ -65,11 +85,13 @@ func (s *Server) admit(m *udp.Register, src netip.AddrPort, now int64) {
 	if s.nextID == 0 {
 		s.nextID = 1
 	}
-	local := watchable(m.PID, src)
+	local := watchable(m.PID, src) || who.pidfd >= 0 || (udp.IsUnixAddr(src) && who.pid != 0)
 	// A demoted hook would note its launches on the board at the level it
-	// claimed, so it is not given the board: it is gated by UDP alone.
+	// claimed, so it is not given the board: it is gated by UDP alone. A
+	// unix-socket hook has it where the policy says (a pod's rule board, a
+	// host service as over loopback) and the daemon could open it to pass.
 	section := -1
-	if prio == m.Priority {
+	if prio == m.Priority && (!udp.IsUnixAddr(src) || (podBoard || who.pod == nil) && s.boardFile != nil) {
 		section = s.boardSection(src, m.DeviceUUID)
 	}
 	phase := "profiling"
@@ -78,13 +100,17 @@ func (s *Server) admit(m *udp.Register, src netip.AddrPort, now int64) {
 	}
 	adm := &admission{
 		ta: &taskAddr{ctrl: src, gpu: gpu, model: model, key: key, reqs: map[uint32]netip.AddrPort{}, regSeq: m.Seq,
-			watched: local, pid: m.PID, local: src.Addr().IsLoopback(), boardGPU: section, prio: prio,
-			token: newToken(m.HookFlags), act: activity{sinceNs: now}},
-		demoted: demoted, pid: m.PID, phase: phase,
+			watched: local, pid: who.pid, local: onHost(src), boardGPU: section, prio: prio,
+			token: newToken(m.HookFlags), act: activity{sinceNs: now}, unixPid: udp.IsUnixAddr(src)},
+		demoted: demoted, pid: who.pid, phase: phase, pidfd: who.pidfd,
+	}
+	if p := who.pod; p != nil {
+		adm.ta.podUID, adm.ta.podKnown = p.uid, p.known
+		adm.ta.namespace, adm.ta.podName = p.info.Namespace, p.info.Name
 	}
 	s.evs = append(s.evs, event{task: id, src: src, adm: adm,
-		core: scheduler.TaskRegistered{Now: now, Task: id, Key: key, PID: m.PID, Priority: prio, Weight: weight,
-			Owner: tenantOf(uid, known), GPU: gpu, Model: model, Profile: prof, Local: local}})
+		core: scheduler.TaskRegistered{Now: now, Task: id, Key: key, PID: who.pid, Priority: prio, Weight: weight,
+			Owner: owner, GPU: gpu, Model: model, Profile: prof, Local: local}})
 }
 
 // reacknowledge notes a Register that is a copy of the one a task
@@ -159,7 +185,7 @@ func newToken(hookFlags uint32) uint64 {
 // boardSection is the board section of a task registering from src for
 // the GPU uuid: only hooks on this host share the board (-1: none).
 func (s *Server) boardSection(src netip.AddrPort, uuid [16]byte) int {
-	if s.board == nil || !src.Addr().IsLoopback() {
+	if s.board == nil || !onHost(src) {
 		return -1
 	}
 	i, err := s.board.GPU(uuid)

@@ -18,10 +18,12 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/fikit/fikit/k8s/pods"
 	"github.com/fikit/fikit/profiler"
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/store"
@@ -62,6 +64,14 @@ type Config struct {
 	// hooks on other hosts carry (docs/security.md "Remote hooks"); then a
 	// datagram from a non-loopback address without a valid one is dropped.
 	AuthKey []byte
+	// ListenUnix are unix datagram sockets hooks may send to as well
+	// (`--listen unix:PATH`; hooks in pods: udp.UnixConn, docs/kubernetes.md).
+	ListenUnix []string
+	// Pods, if set, tells which pod a unix-socket sender's cgroup names
+	// (k8s/pods); without it pods are all "not known yet".
+	Pods pods.Lookup
+	// ProcRoot is where the daemon reads /proc/PID/cgroup ("": /proc).
+	ProcRoot string
 }
 
 // Server is a running daemon.
@@ -118,7 +128,20 @@ type Server struct {
 	rost    roster // the roster's writes (rejoin.go)
 	// rosterDone: the roster's writer has stopped (the store may close).
 	rosterDone chan struct{}
+	// unix are the unix sockets (unix.go), unixIn their queue to the
+	// loop; cred is the kernel's word on the sender of the datagram in
+	// intake (nil: a UDP one).
+	unix   []*udp.UnixConn
+	unixIn *unixIntake
+	cred   *udp.Cred
+	// boardFile is the board, opened to pass to pods the policy lets have it.
+	boardFile *os.File
+	// podsLearned: the informer learned pods since raiseLearned last ran.
+	podsLearned atomic.Bool
 }
+
+// aLongTimeAgo is a read deadline in the past: it wakes the loop.
+var aLongTimeAgo = time.Unix(1, 0)
 
 // taskAddr is where a task's messages go.
 type taskAddr struct {
@@ -148,6 +171,13 @@ type taskAddr struct {
 	token uint64
 	// act is what it did lately, for the status (activity.go).
 	act activity
+	// A pod's task (unix socket, pods.go): its pod's UID, whether the
+	// informer knew it at registration, and its namespace and name.
+	podUID, namespace, podName string
+	podKnown                   bool
+	// unixPid: its pid came from the kernel (a unix socket), so a datagram
+	// speaks for it when the kernel names the same pid (identity.go).
+	unixPid bool
 }
 
 // New binds the socket and prepares the core; Run serves.
@@ -207,6 +237,14 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Record != nil {
 		s.rec = newRecorder(cfg.Record, s)
 	}
+	if err := s.listenUnix(wake); err != nil {
+		conn.Close()
+		s.pers.close()
+		if s.admin != nil {
+			s.admin.close()
+		}
+		return nil, fmt.Errorf("daemon: %w", err)
+	}
 	if cfg.Board != "" {
 		gid := -1
 		if cfg.AccessGroup > 0 {
@@ -217,6 +255,11 @@ func New(cfg Config) (*Server, error) {
 			s.log.Warn("no board: hooks on this host are gated by UDP only", "err", err)
 		} else {
 			s.board.Heartbeat(monotonic())
+			if len(s.unix) > 0 {
+				if s.boardFile, err = os.OpenFile(s.board.Path(), os.O_RDWR, 0); err != nil {
+					s.log.Warn("board not opened for pods: they are gated by messages only", "err", err)
+				}
+			}
 		}
 	}
 	return s, nil
@@ -266,6 +309,13 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.admin != nil {
 		go s.admin.serve()
 	}
+	for _, c := range s.unix {
+		s.log.Info("unix socket for hooks", "path", c.Path(), "pidfds", c.Pidfds)
+		go s.unixIn.read(c)
+	}
+	if s.cfg.Pods != nil {
+		go s.watchPods(done)
+	}
 	if s.board != nil {
 		s.log.Info("board for hooks on this host", "path", s.board.Path())
 		go s.heartbeatBoard(done)
@@ -289,6 +339,15 @@ func (s *Server) shutdown() {
 	s.timer.close()
 	s.exits.close()
 	s.conn.Close()
+	for _, c := range s.unix {
+		c.Close()
+	}
+	if s.unixIn != nil {
+		s.unixIn.close()
+	}
+	if s.boardFile != nil {
+		s.boardFile.Close()
+	}
 	if s.admin != nil {
 		s.admin.close()
 	}

@@ -171,6 +171,42 @@ func (w *exitWatcher) takeExited() []exitedTask {
 	return e
 }
 
+// watchPinned watches a unix-socket task's process: pidfd, from the
+// datagram it registered with (SCM_PIDFD), is that process, whatever its
+// pid names since; the watcher owns it. Without one (a kernel before 6.5)
+// the pid, which the kernel gave, is opened now: the process could have
+// exited and its pid been reused since it sent (docs/kubernetes.md).
+func (w *exitWatcher) watchPinned(id scheduler.TaskID, pid uint32, pidfd int) {
+	go func() {
+		fd := pidfd
+		if fd < 0 {
+			var err error
+			if fd, err = unix.PidfdOpen(int(pid), unix.PIDFD_NONBLOCK); err != nil {
+				w.mu.Lock()
+				w.started = append(w.started, watchResult{id, fmt.Errorf("pidfd_open: %w", err)})
+				w.mu.Unlock()
+				w.wake()
+				return
+			}
+		} else {
+			// The datagram's pidfd is blocking; the wait polls it.
+			_ = unix.SetNonblock(fd, true)
+		}
+		f := os.NewFile(uintptr(fd), "pidfd")
+		w.mu.Lock()
+		if w.closed || w.watched[id] != nil {
+			w.mu.Unlock()
+			f.Close()
+			return
+		}
+		w.watched[id] = f
+		w.started = append(w.started, watchResult{id, nil})
+		w.mu.Unlock()
+		w.wake()
+		w.wait(id, pid, f)
+	}()
+}
+
 // watchable reports whether watch tries to watch a task registered by pid
 // from src: a process on this machine.
 func watchable(pid uint32, src netip.AddrPort) bool {

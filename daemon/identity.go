@@ -3,6 +3,8 @@ package daemon
 import (
 	"net/netip"
 	"time"
+
+	"github.com/fikit/fikit/udp"
 )
 
 // Who may speak for a task. Task IDs are small numbers anyone can guess, and
@@ -49,8 +51,17 @@ type sourceCheck struct {
 
 // speaksFor reports whether a datagram from src may speak for task ta.
 func (s *Server) speaksFor(ta *taskAddr, src netip.AddrPort, now int64) bool {
+	if ta.unixPid {
+		// The kernel names every unix datagram's sender: a socket of the
+		// task's process (its own, or a thread's) speaks for it, nothing
+		// else, from the first datagram on.
+		return s.cred != nil && s.cred.PID > 0 && uint32(s.cred.PID) == ta.pid
+	}
 	if !ta.proven || src == ta.ctrl {
 		return true
+	}
+	if udp.IsUnixAddr(src) {
+		return false // a unix sender for a task registered over UDP
 	}
 	if c, ok := ta.sources[src]; ok && (c.ok || now < c.until) {
 		return c.ok

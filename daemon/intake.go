@@ -88,7 +88,7 @@ func (s *Server) intake(b []byte, src netip.AddrPort) []event {
 				"lag_us", (now-launchTime(int64(m.BaseNS)+int64(m.Launches[len(m.Launches)-1].OffsetNS), now))/1000)
 		}
 		ev := scheduler.LaunchesNotified{Now: now, Task: task, Seq: m.Seq, Kernels: s.kernels[:0], Times: s.times[:0]}
-		local := src.Addr().IsLoopback()
+		local := onHost(src)
 		for _, l := range m.Launches {
 			at := now
 			if local {
@@ -153,7 +153,7 @@ func (s *Server) intake(b []byte, src netip.AddrPort) []event {
 // open authenticates and decodes datagram b; a datagram it refuses is
 // counted, logged and, where that is safe, answered.
 func (s *Server) open(b []byte, src netip.AddrPort) (udp.Message, bool) {
-	if s.auth != nil && !src.Addr().IsLoopback() {
+	if s.auth != nil && !onHost(src) {
 		// With a key, a datagram from another host is believed only with
 		// its MAC; one without gets no answer (an answer would tell a
 		// forger the port is there, and amplify a spoofed source).

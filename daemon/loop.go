@@ -53,6 +53,7 @@ func (s *Server) loop(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		s.drainUnix(handle)
 		if err == nil && s.conn.Drained(n) {
 			s.mu.Lock()
 			s.heard = began
@@ -92,6 +93,7 @@ func (s *Server) loop(ctx context.Context) error {
 		}
 		s.mu.Lock()
 		s.reapExited()
+		s.raiseLearned()
 		s.sendReady()
 		s.mu.Unlock()
 		s.sendBatch()
@@ -196,6 +198,7 @@ func (s *Server) settle(ev event, ok bool) {
 	switch e := ev.core.(type) {
 	case scheduler.TaskRegistered:
 		if !ok {
+			closeFD(ev.adm.pidfd)
 			s.replyError(ev.src, udp.CodeInvalidValue, 0, "registration rejected")
 			return
 		}
@@ -238,7 +241,14 @@ func (s *Server) keep(ev event) {
 	}
 	s.srcLog.logAt(ev.src, slog.LevelInfo, "task registered", "task", id, "key", adm.ta.key, "pid", adm.pid,
 		"priority", adm.ta.prio, "weight", ev.core.(scheduler.TaskRegistered).Weight, "gpu", adm.ta.model, "phase", adm.phase)
-	s.exits.watch(id, adm.pid, ev.src)
+	switch {
+	case adm.pidfd >= 0:
+		s.exits.watchPinned(id, adm.pid, adm.pidfd)
+	case adm.ta.unixPid:
+		s.exits.watchPinned(id, adm.pid, -1)
+	default:
+		s.exits.watch(id, adm.pid, ev.src)
+	}
 }
 
 // left forgets a task that left, as the way it left says. ok: the core took

@@ -22,6 +22,8 @@ type metrics struct {
 	unauthenticated prometheus.Counter
 	demoted         prometheus.Counter
 	weightDemoted   prometheus.Counter
+	podsRaised      prometheus.Counter // tasks of pods raised once known (pods.go)
+	unknownPods     prometheus.Counter // registrations of pods not known yet
 	// byType caches the vectors' counters per message type: a label lookup
 	// per datagram would be on every grant's path.
 	receivedBy, sentBy [256]prometheus.Counter
@@ -58,6 +60,12 @@ func newMetrics(s *Server) *metrics {
 		weightDemoted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fikit_weight_demotions_total", Help: "Registrations that claimed a larger weight than the policy allows them, registered with less.",
 		}),
+		podsRaised: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fikit_pod_tasks_raised_total", Help: "Tasks of pods the informer did not know at registration, told to register again once it did.",
+		}),
+		unknownPods: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "fikit_unknown_pod_registrations_total", Help: "Registrations over the unix socket from a pod the informer did not know (lowest priority until it does).",
+		}),
 		boardAnswers: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "fikit_board_answers_total", Help: "Grants and holds given in a waiter's board slot (a futex wake) instead of a datagram.",
 		}),
@@ -80,6 +88,15 @@ func newMetrics(s *Server) *metrics {
 		return func() float64 { return f(s.pers.stats()) }
 	}
 	m.reg.MustRegister(m.received, m.sent, m.decodeErrors, m.forged, m.demoted, m.weightDemoted, m.unauthenticated, m.boardAnswers,
+		m.podsRaised, m.unknownPods,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_unix_unanswerable_total", Help: "Datagrams on the unix sockets from unbound sockets (no path to answer), dropped."},
+			func() float64 {
+				var n uint64
+				for _, c := range s.unix {
+					n += c.Unanswerable()
+				}
+				return float64(n)
+			}),
 		newUsageCollector(s),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_udp_receive_drops_total", Help: "Datagrams the kernel dropped because the daemon's receive buffer was full."},

@@ -34,7 +34,14 @@ import (
 //	gid:2000        1               # … or by gid
 //	key:batch-*     7               # a task key, as a path.Match pattern
 //	remote          5               # any hook whose uid the daemon cannot see
+//	namespace:infer 0 board         # a pod's namespace (pods.go)
+//	serviceaccount:infer/batch 4    # a pod's service account, NAMESPACE/NAME
 //	*               5               # everyone else
+//
+// Pods (a unix-socket hook whose cgroup names a pod) are matched by the
+// namespace:, serviceaccount:, key: and * rules only: a container's root is
+// uid 0, so uid, user, gid, group and remote rules are for host services
+// alone. A pod rule may say board: that pod gets the board's descriptor.
 //
 // Without a file the policy is DefaultPolicy: the daemon's own user and root
 // may claim any priority and weight (as before there was a policy),
@@ -62,7 +69,13 @@ type PolicyRule struct {
 	UID  uint32 // Kind uid
 	GID  uint32 // Kind gid
 	Key  string // Kind key: a path.Match pattern
-	Best uint8  // the best priority allowed, 0–9
+	// Kind namespace: the pod's namespace; serviceaccount: its namespace
+	// and service account.
+	Namespace, ServiceAccount string
+	Best                      uint8 // the best priority allowed, 0–9
+	// Board: a pod this rule matches gets the board (its descriptor, in
+	// the registration's answer); without it pods are gated by messages.
+	Board bool
 	// MaxWeight is the largest weight allowed, 1–udp.MaxWeight (0 in a
 	// rule made by hand: udp.DefaultWeight).
 	MaxWeight uint32
@@ -108,19 +121,23 @@ func ParsePolicy(r io.Reader) (*PriorityPolicy, error) {
 		if len(fs) == 0 {
 			continue
 		}
-		if len(fs) != 2 && len(fs) != 3 {
-			return nil, fmt.Errorf("%w: line %d: want \"<who> <best priority> [max-weight=N]\", got %q", ErrPolicy, n, strings.TrimSpace(line))
+		if len(fs) < 2 || len(fs) > 4 {
+			return nil, fmt.Errorf("%w: line %d: want \"<who> <best priority> [max-weight=N] [board]\", got %q", ErrPolicy, n, strings.TrimSpace(line))
 		}
 		best, err := strconv.ParseUint(fs[1], 10, 8)
 		if err != nil || best > 9 {
 			return nil, fmt.Errorf("%w: line %d: priority %q is not 0–9", ErrPolicy, n, fs[1])
 		}
 		rule := PolicyRule{Best: uint8(best), MaxWeight: udp.DefaultWeight, Line: n, Spell: strings.Join(fs, " ")}
-		if len(fs) == 3 {
-			v, ok := strings.CutPrefix(fs[2], "max-weight=")
+		for _, opt := range fs[2:] {
+			if opt == "board" && !rule.Board {
+				rule.Board = true
+				continue
+			}
+			v, ok := strings.CutPrefix(opt, "max-weight=")
 			w, err := strconv.ParseUint(v, 10, 32)
 			if !ok || err != nil || w < 1 || w > udp.MaxWeight {
-				return nil, fmt.Errorf("%w: line %d: %q is not max-weight=N with N 1–%d", ErrPolicy, n, fs[2], udp.MaxWeight)
+				return nil, fmt.Errorf("%w: line %d: %q is not max-weight=N with N 1–%d, or board", ErrPolicy, n, opt, udp.MaxWeight)
 			}
 			rule.MaxWeight = uint32(w)
 		}
@@ -138,13 +155,21 @@ func ParsePolicy(r io.Reader) (*PriorityPolicy, error) {
 			} else {
 				rule.Kind, rule.GID = "gid", id
 			}
+		case kind == "namespace" && validName(arg):
+			rule.Kind, rule.Namespace = "namespace", arg
+		case kind == "serviceaccount":
+			ns, sa, ok := strings.Cut(arg, "/")
+			if !ok || !validName(ns) || !validName(sa) {
+				return nil, fmt.Errorf("%w: line %d: %q is not serviceaccount:NAMESPACE/NAME", ErrPolicy, n, fs[0])
+			}
+			rule.Kind, rule.Namespace, rule.ServiceAccount = "serviceaccount", ns, sa
 		case kind == "key" && arg != "":
 			if _, err := path.Match(arg, ""); err != nil {
 				return nil, fmt.Errorf("%w: line %d: key pattern %q: %w", ErrPolicy, n, arg, err)
 			}
 			rule.Kind, rule.Key = "key", arg
 		default:
-			return nil, fmt.Errorf("%w: line %d: %q is not uid:N, user:NAME, gid:N, group:NAME, key:PATTERN, remote or *", ErrPolicy, n, fs[0])
+			return nil, fmt.Errorf("%w: line %d: %q is not uid:N, user:NAME, gid:N, group:NAME, key:PATTERN, namespace:NAME, serviceaccount:NS/NAME, remote or *", ErrPolicy, n, fs[0])
 		}
 		p.Rules = append(p.Rules, rule)
 	}
@@ -204,10 +229,60 @@ func (p *PriorityPolicy) Allowed(uid uint32, known bool, key string) (uint8, *Po
 			if ok, _ := path.Match(r.Key, key); !ok {
 				continue
 			}
+		default: // namespace, serviceaccount: pods only (AllowedPod)
+			continue
 		}
 		return r.Best, r
 	}
 	return 0, nil
+}
+
+// AllowedPod is the best priority a pod's registration may have: of
+// namespace ns and service account sa, for task key key. Only namespace,
+// serviceaccount, key and * rules match pods; nil: none matched, anything
+// goes.
+func (p *PriorityPolicy) AllowedPod(ns, sa, key string) (uint8, *PolicyRule) {
+	for i := range p.Rules {
+		r := &p.Rules[i]
+		switch r.Kind {
+		case "*":
+		case "namespace":
+			if r.Namespace != ns {
+				continue
+			}
+		case "serviceaccount":
+			if r.Namespace != ns || r.ServiceAccount != sa {
+				continue
+			}
+		case "key":
+			if ok, _ := path.Match(r.Key, key); !ok {
+				continue
+			}
+		default:
+			continue
+		}
+		return r.Best, r
+	}
+	return 0, nil
+}
+
+// unknownPodRule decides for a pod the daemon does not know yet (the
+// informer has not seen it): the lowest priority, no board, until it does.
+var unknownPodRule = PolicyRule{Kind: "pod", Best: 9, MaxWeight: udp.DefaultWeight, Spell: "pod not known yet: 9"}
+
+// validName is a Kubernetes name as a namespace or service account has it
+// (DNS-1123: lower case letters, digits, '-' and '.', 1–253 bytes).
+func validName(s string) bool {
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for i := range len(s) {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // maxWeight is the largest weight r allows (nil: no rule matched, any).

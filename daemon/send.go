@@ -173,11 +173,15 @@ func (s *Server) send(dst netip.AddrPort, m udp.Message) {
 		s.log.Error("encoding reply", "type", m.Type().String(), "err", err)
 		return
 	}
-	if s.auth != nil && !dst.Addr().IsLoopback() {
+	if s.auth != nil && !onHost(dst) {
 		b = append(b[:start], s.auth.Seal(b[start:], udp.ToHook)...)
 	}
 	s.outBuf = b
-	s.out = append(s.out, udp.Datagram{Payload: b[start:len(b):len(b)], Addr: dst})
+	d := udp.Datagram{Payload: b[start:len(b):len(b)], Addr: dst}
+	if a, ok := m.(*udp.RegisterAck); ok && a.Board == udp.BoardInAnswer && s.boardFile != nil && udp.IsUnixAddr(dst) {
+		d.FD = int(s.boardFile.Fd())
+	}
+	s.out = append(s.out, d)
 	s.met.countSent(m.Type())
 }
 
@@ -186,6 +190,7 @@ func (s *Server) sendBatch() {
 	s.mu.Lock()
 	out := s.out
 	s.mu.Unlock()
+	out = s.sendUnix(out)
 	for len(out) > 0 {
 		n, err := s.conn.WriteBatch(out)
 		if err != nil {
@@ -218,6 +223,11 @@ func (s *Server) ack(ta *taskAddr, id scheduler.TaskID, role scheduler.Role, pha
 		ProfileRuns: uint32(runs), HeartbeatMS: uint32(heartbeatNs / 1e6)}
 	if s.board != nil && ta.boardGPU >= 0 {
 		a.Board, a.BoardGen, a.BoardGPU = s.board.Path(), s.board.Generation(), uint8(ta.boardGPU)
+		if ta.unixPid {
+			// A pod cannot open the daemon's path: the board comes with
+			// the answer (SCM_RIGHTS; send).
+			a.Board = udp.BoardInAnswer
+		}
 	}
 	a.Token = ta.token
 	return a
@@ -235,4 +245,28 @@ func (s *Server) wireGate(ta *taskAddr, g scheduler.Gate) udp.Gate {
 		w.ExpiresNS = uint64(max(1, g.Expires-s.now()))
 	}
 	return w
+}
+
+// sendUnix sends the datagrams of out that go to unix peers, and returns
+// the others (out's array, reordered: the unix ones are gone from it).
+func (s *Server) sendUnix(out []udp.Datagram) []udp.Datagram {
+	if len(s.unix) == 0 {
+		return out
+	}
+	rest := out[:0]
+	for _, d := range out {
+		if !udp.IsUnixAddr(d.Addr) {
+			rest = append(rest, d)
+			continue
+		}
+		c := s.unixConnOf(d.Addr)
+		if c == nil {
+			continue
+		}
+		if err := c.WriteTo(d.Payload, d.Addr, d.FD); err != nil {
+			// A hook that went away, or whose queue is full.
+			s.log.Debug("send unix", "to", d.Addr.String(), "err", err)
+		}
+	}
+	return rest
 }

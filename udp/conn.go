@@ -31,6 +31,9 @@ type Conn struct {
 type Datagram struct {
 	Payload []byte
 	Addr    netip.AddrPort
+	// FD, if > 0, is a file descriptor sent with it (SCM_RIGHTS): only to
+	// a unix peer ([UnixConn.WriteTo]), never over UDP.
+	FD int
 }
 
 const (

@@ -5,6 +5,11 @@ import (
 	"net/netip"
 )
 
+// BoardInAnswer is RegisterAck.Board for a hook on a unix socket: the
+// board's file descriptor comes with the answer (SCM_RIGHTS), since a hook
+// in a pod cannot open the daemon's path.
+const BoardInAnswer = "fd:scm_rights"
+
 // UnixPrefix holds the stand-in addresses of senders on a unix socket
 // (UnixConn): 100::/64, IPv6's discard-only prefix (RFC 6666), which no
 // real peer has.

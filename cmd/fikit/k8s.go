@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/fikit/fikit/k8s/pods"
 	"github.com/fikit/fikit/k8s/webhook"
 )
 
@@ -123,3 +127,70 @@ func firstErr(errs ...error) error {
 	}
 	return nil
 }
+
+// splitListen sorts --listen values into the UDP address (one at most;
+// 127.0.0.1:0 when only unix sockets are named: the daemon always has one)
+// and unix socket paths.
+func splitListen(vals []string) (string, []string, error) {
+	udpAddr := ""
+	var paths []string
+	for _, v := range vals {
+		if p, ok := strings.CutPrefix(v, "unix:"); ok {
+			if !filepath.IsAbs(p) {
+				return "", nil, fmt.Errorf("--listen %s: want an absolute path", v)
+			}
+			paths = append(paths, filepath.Clean(p))
+			continue
+		}
+		if udpAddr != "" {
+			return "", nil, fmt.Errorf("--listen %s: one UDP address at most (already %s)", v, udpAddr)
+		}
+		udpAddr = v
+	}
+	if udpAddr == "" {
+		udpAddr = "127.0.0.1:0"
+	}
+	return udpAddr, paths, nil
+}
+
+// makeUnixDirs makes the directories of the unix sockets (0755) and the
+// reply directory: mode 1733, so any process may bind its reply socket
+// there, none may list it, and none may remove another's (sticky).
+func makeUnixDirs(o serveOptions) error {
+	if len(o.unix) == 0 {
+		return nil
+	}
+	for _, p := range o.unix {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("unix socket directory: %w", err)
+		}
+	}
+	dir := o.replyDir
+	if dir == "" {
+		dir = filepath.Join(filepath.Dir(filepath.Dir(o.unix[0])), "c")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("reply directory: %w", err)
+	}
+	if err := os.Chmod(dir, 0o733|os.ModeSticky); err != nil {
+		return fmt.Errorf("reply directory: %w", err)
+	}
+	return nil
+}
+
+// startInformer is set where fikit is built with the k8s tag
+// (k8s_informer.go).
+var startInformer func(ctx context.Context, kubeconfig, node string) (pods.Lookup, error)
+
+// podLookup is --k8s-node's pod informer (nil without it).
+func podLookup(ctx context.Context, o serveOptions) (pods.Lookup, error) {
+	if o.k8sNode == "" {
+		return nil, nil
+	}
+	if startInformer == nil {
+		return nil, &exitError{code: 2, err: fmt.Errorf("serve: --k8s-node: %w", errNoK8s)}
+	}
+	return startInformer(ctx, o.kubeconfig, o.k8sNode)
+}
+
+var errNoK8s = errors.New("this fikit was built without Kubernetes support (build with the k8s tag: make fikit-k8s)")

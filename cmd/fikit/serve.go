@@ -33,7 +33,10 @@ func serveCommand() *cli.Command {
 			"schedules their kernels by priority, filling the high-priority service's idle gaps.\n" +
 			"Status, profiles and Prometheus metrics are served on <data-dir>/fikit.sock.",
 		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7070", Usage: "UDP address hooks send to (an address other hosts can reach needs --insecure)", EnvVars: []string{"FIKIT_LISTEN"}},
+			&cli.StringSliceFlag{Name: "listen", Value: cli.NewStringSlice("127.0.0.1:7070"), Usage: "UDP address hooks send to (an address other hosts can reach needs --insecure), or unix:PATH, a unix datagram socket for hooks in pods (docs/kubernetes.md); repeatable, one UDP address at most", EnvVars: []string{"FIKIT_LISTEN"}},
+			&cli.StringFlag{Name: "reply-dir", Usage: "with unix: listens, a directory made mode 1733 where hooks bind their reply sockets (FIKIT_REPLY_DIR in the hook; default: c/ beside the socket's directory)"},
+			&cli.StringFlag{Name: "k8s-node", Usage: "this node's name: pods on it are looked up with a pod informer (needs a fikit built with the k8s tag: make fikit-k8s)", EnvVars: []string{"FIKIT_K8S_NODE"}},
+			&cli.StringFlag{Name: "kubeconfig", Usage: "with --k8s-node, the kubeconfig to reach the API server (default: in-cluster)", EnvVars: []string{"KUBECONFIG"}},
 			&cli.StringFlag{Name: "auth-key-file", Usage: "file holding the key (at least 16 bytes) of the HMAC-SHA256 that datagrams from and to hooks on other hosts carry; hooks name the same file in FIKIT_AUTH_KEY_FILE (docs/security.md \"Remote hooks\")", EnvVars: []string{"FIKIT_AUTH_KEY_FILE"}},
 			&cli.BoolFlag{Name: "insecure", Usage: "allow a --listen address other hosts can reach without --auth-key-file: their datagrams are then not authenticated, so anyone who reaches it can register"},
 			&cli.StringFlag{Name: "data-dir", Value: defaultDataDir(), Usage: "directory of the profile store and the admin socket", EnvVars: []string{"FIKIT_DATA_DIR"}},
@@ -70,15 +73,19 @@ func serveCommand() *cli.Command {
 				}
 				key = kf.Key
 			}
-			remote, err := checkListen(c.String("listen"), key != nil, c.Bool("insecure"))
+			listen, unixPaths, err := splitListen(c.StringSlice("listen"))
+			if err != nil {
+				return usageError(c, "%v", err)
+			}
+			remote, err := checkListen(listen, key != nil, c.Bool("insecure"))
 			if err != nil {
 				return usageError(c, "%v", err)
 			}
 			switch {
 			case remote && key == nil:
-				log.Warn("listening on an address other hosts can reach, without authentication (--insecure)", "listen", c.String("listen"))
+				log.Warn("listening on an address other hosts can reach, without authentication (--insecure)", "listen", listen)
 			case remote:
-				log.Info("hooks on other hosts must sign their datagrams with the key of --auth-key-file", "listen", c.String("listen"))
+				log.Info("hooks on other hosts must sign their datagrams with the key of --auth-key-file", "listen", listen)
 			}
 			var pol *daemon.PriorityPolicy
 			if f := c.String("priority-policy"); f != "" {
@@ -91,7 +98,8 @@ func serveCommand() *cli.Command {
 				return usageError(c, "--group: %v", err)
 			}
 			return serve(c.Context, serveOptions{policy: pol, gid: gid,
-				listen: c.String("listen"), dataDir: c.String("data-dir"), ephemeral: c.Bool("ephemeral"),
+				listen: listen, unix: unixPaths, replyDir: c.String("reply-dir"), k8sNode: c.String("k8s-node"), kubeconfig: c.String("kubeconfig"),
+				dataDir: c.String("data-dir"), ephemeral: c.Bool("ephemeral"),
 				dataDirSet: c.IsSet("data-dir"), metrics: c.String("metrics-listen"), sched: cfg, log: log,
 				record: c.String("record"), nice: c.Int("nice"), niceSet: c.IsSet("nice"), board: c.String("board"),
 				authKey: key,
@@ -102,6 +110,9 @@ func serveCommand() *cli.Command {
 
 type serveOptions struct {
 	listen, dataDir, metrics string
+	unix                     []string // unix: --listen paths
+	replyDir                 string
+	k8sNode, kubeconfig      string
 	record                   string // decision record file ("": none)
 	board                    string // --board: path, auto or off
 	policy                   *daemon.PriorityPolicy
@@ -164,7 +175,16 @@ func serve(ctx context.Context, o serveOptions) error {
 		}
 		rec = f // the daemon closes it
 	}
-	srv, err := daemon.New(daemon.Config{Listen: o.listen, Store: st, AdminSocket: socket, Scheduler: o.sched, Logger: o.log, Record: rec,
+	lookup, err := podLookup(ctx, o)
+	if err != nil {
+		st.Close()
+		return err
+	}
+	if err := makeUnixDirs(o); err != nil {
+		st.Close()
+		return err
+	}
+	srv, err := daemon.New(daemon.Config{Listen: o.listen, ListenUnix: o.unix, Pods: lookup, Store: st, AdminSocket: socket, Scheduler: o.sched, Logger: o.log, Record: rec,
 		Board: boardPath(o, socket != ""), Policy: o.policy, AuthKey: o.authKey, AccessGroup: o.gid})
 	if err != nil {
 		st.Close()

@@ -119,15 +119,33 @@ func printStatus(w io.Writer, st *daemon.Status) error {
 		fmt.Fprintln(w, "no tasks")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tPRIO\tWEIGHT\tROLE\tPHASE\tRUNS\tRUNS/S\tP50 RUN\tGPU SHARE\tARRIVALS\tWAITING\tCREDIT\tGPU USED\tGRANTED\tTENANT\tPID\tGPU\tTASK KEY")
+		pods := false
+		for _, t := range st.Tasks {
+			pods = pods || t.PodUID != ""
+		}
+		podHead := ""
+		if pods {
+			podHead = "\tNAMESPACE/POD"
+		}
+		fmt.Fprintln(tw, "ID\tPRIO\tWEIGHT\tROLE\tPHASE\tRUNS\tRUNS/S\tP50 RUN\tGPU SHARE\tARRIVALS\tWAITING\tCREDIT\tGPU USED\tGRANTED\tTENANT\tPID\tGPU\tTASK KEY"+podHead)
 		for _, t := range st.Tasks {
 			role := t.Role
 			if t.Throttled {
 				role += " (throttled)"
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%d\t%s\t%s\n", t.ID, t.Priority, t.Weight, role,
+			pod := ""
+			switch {
+			case !pods:
+			case t.Namespace != "":
+				pod = "\t" + t.Namespace + "/" + t.Pod
+			case t.PodUID != "":
+				pod = "\tpod " + t.PodUID + " (not known yet)"
+			default:
+				pod = "\t-"
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%d\t%s\t%s%s\n", t.ID, t.Priority, t.Weight, role,
 				phaseText(&t, st.Scheduler.ProfileRuns), t.RunsDone, runRate(&t), runTime(t.P50RunNs), gpuShare(&t), arrivalsText(&t),
-				t.Waiting, t.Credit, gpuTime(t.UsedNs), gpuTime(t.GrantedNs), t.Tenant, t.PID, t.Model, t.Key)
+				t.Waiting, t.Credit, gpuTime(t.UsedNs), gpuTime(t.GrantedNs), t.Tenant, t.PID, t.Model, t.Key, pod)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
