@@ -16,6 +16,8 @@ static struct {
 } maps[MAX_MAPS];
 static pthread_mutex_t maps_mu = PTHREAD_MUTEX_INITIALIZER;
 
+static fk_board *map_fd(int fd, const char *path, uint64_t gen);
+
 static fk_board *map_file(const char *path, uint64_t gen)
 {
 	int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
@@ -23,6 +25,12 @@ static fk_board *map_file(const char *path, uint64_t gen)
 		fk_log(FK_LOG_INFO, "board %s: cannot open (%m); gating by UDP only", path);
 		return NULL;
 	}
+	return map_fd(fd, path, gen);
+}
+
+/* map_fd maps and checks the board open on fd, and closes fd. */
+static fk_board *map_fd(int fd, const char *path, uint64_t gen)
+{
 	struct stat st;
 	void *p = MAP_FAILED;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= FK_BOARD_FILE_SIZE)
@@ -43,6 +51,19 @@ static fk_board *map_file(const char *path, uint64_t gen)
 	return b;
 }
 
+static fk_board *map_cached(const char *name, int fd, uint64_t gen, unsigned gpu, const uint8_t uuid[16]);
+
+fk_board *fk_board_map_fd(int fd, uint64_t gen, unsigned gpu, const uint8_t uuid[16])
+{
+	if (fd < 0)
+		return NULL;
+	if (fk_cfg.board_off || gpu >= FK_BOARD_GPUS || !gen) {
+		close(fd);
+		return NULL;
+	}
+	return map_cached(FK_BOARD_IN_ANSWER, fd, gen, gpu, uuid);
+}
+
 fk_board *fk_board_map(const char *path, size_t len, uint64_t gen, unsigned gpu, const uint8_t uuid[16])
 {
 	if (fk_cfg.board_off || !len || len >= 4096 || gpu >= FK_BOARD_GPUS || !gen)
@@ -52,6 +73,13 @@ fk_board *fk_board_map(const char *path, size_t len, uint64_t gen, unsigned gpu,
 	name[len] = '\0';
 	if (memchr(name, '\0', len))
 		return NULL;
+	return map_cached(name, -1, gen, gpu, uuid);
+}
+
+/* map_cached maps the board of generation gen once: by name, or from fd
+ * (taken: closed here whatever happens). */
+static fk_board *map_cached(const char *name, int fd, uint64_t gen, unsigned gpu, const uint8_t uuid[16])
+{
 	pthread_mutex_lock(&maps_mu);
 	fk_board *b = NULL;
 	int free_slot = -1;
@@ -61,13 +89,15 @@ fk_board *fk_board_map(const char *path, size_t len, uint64_t gen, unsigned gpu,
 		else if (!maps[i].b && free_slot < 0)
 			free_slot = i;
 	}
-	if (!b && (b = map_file(name, gen))) {
+	if (!b && (b = fd >= 0 ? map_fd(fd, name, gen) : map_file(name, gen))) {
 		/* A daemon restarted more often than MAX_MAPS: the oldest mapping
 		 * stays (a task may still point into it); the newest replaces
 		 * slot 0's record only, never unmapping. */
 		int i = free_slot >= 0 ? free_slot : 0;
 		maps[i].gen = gen;
 		maps[i].b = b;
+	} else if (fd >= 0 && b) {
+		close(fd); /* this generation is mapped already */
 	}
 	pthread_mutex_unlock(&maps_mu);
 	if (b && memcmp(b->gpu[gpu].uuid, uuid, 16) != 0) {

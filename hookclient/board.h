@@ -95,5 +95,10 @@ static inline int fk_board_better_in_run(const fk_board_gpu *g, int prio)
  * hook then goes by UDP alone). Mappings are kept and shared per
  * generation. */
 fk_board *fk_board_map(const char *path, size_t len, uint64_t gen, unsigned gpu, const uint8_t uuid[16]);
+/* The RegisterAck's board name when the board's descriptor came with it
+ * (SCM_RIGHTS, a daemon on a unix socket: udp.BoardInAnswer). */
+#define FK_BOARD_IN_ANSWER "fd:scm_rights"
+/* fk_board_map for a descriptor (-1: none came: NULL); it takes fd. */
+fk_board *fk_board_map_fd(int fd, uint64_t gen, unsigned gpu, const uint8_t uuid[16]);
 
 #endif

@@ -60,6 +60,40 @@ static int parse_addr(const char *s, fk_config *c)
 	return 0;
 }
 
+/* unix:PATH: an absolute path that fits a sockaddr_un, and the directory
+ * of reply sockets: reply (FIKIT_REPLY_DIR) or c/ beside PATH's directory
+ * (/run/fikit/sock/hooks.sock: /run/fikit/c), short enough for the names
+ * bound in it (64 bytes, then 40 for a name). */
+static int parse_unix(const char *path, const char *reply, fk_config *c)
+{
+	size_t n = strlen(path);
+	if (path[0] != '/' || n >= sizeof c->unix_path)
+		return -1;
+	memcpy(c->unix_path, path, n + 1);
+	if (reply && *reply) {
+		if (reply[0] != '/' || strlen(reply) >= 64)
+			return -1;
+		snprintf(c->reply_dir, sizeof c->reply_dir, "%s", reply);
+		return 0;
+	}
+	/* dirname(dirname(path)) + "/c" */
+	const char *end = path + n;
+	for (int up = 0; up < 2; up++) {
+		while (end > path && end[-1] == '/')
+			end--;
+		while (end > path && end[-1] != '/')
+			end--;
+	}
+	while (end > path + 1 && end[-1] == '/')
+		end--;
+	size_t dlen = (size_t)(end - path);
+	if (dlen == 0 || dlen + 2 >= 64)
+		return -1;
+	memcpy(c->reply_dir, path, dlen);
+	snprintf(c->reply_dir + dlen, sizeof c->reply_dir - dlen, "%sc", dlen == 1 ? "" : "/");
+	return 0;
+}
+
 void fk_config_load(fk_config *c, fk_getenv_fn get, fk_report_fn report)
 {
 	memset(c, 0, sizeof *c);
@@ -100,7 +134,12 @@ void fk_config_load(fk_config *c, fk_getenv_fn get, fk_report_fn report)
 		else if (strcasecmp(v, "on") && strcasecmp(v, "1") && strcasecmp(v, "true") && strcasecmp(v, "yes"))
 			bad(report, "FIKIT_BOARD", v, "on or off", "on");
 	}
-	if ((v = get("FIKIT_SCHEDULER")) && *v && parse_addr(v, c)) {
+	if ((v = get("FIKIT_SCHEDULER")) && !strncmp(v, "unix:", 5)) {
+		if (parse_unix(v + 5, get("FIKIT_REPLY_DIR"), c)) {
+			c->unix_path[0] = c->reply_dir[0] = '\0';
+			bad(report, "FIKIT_SCHEDULER", v, "unix:/ABSOLUTE/PATH (under 108 bytes) with a reply directory under 64 bytes", "127.0.0.1:7070");
+		}
+	} else if ((v = get("FIKIT_SCHEDULER")) && *v && parse_addr(v, c)) {
 		char dflt[64];
 		snprintf(dflt, sizeof dflt, "%s:%d", FK_DEFAULT_HOST, FK_DEFAULT_PORT);
 		snprintf(c->host, sizeof c->host, "%s", FK_DEFAULT_HOST);
@@ -148,5 +187,6 @@ void fk_config_load(fk_config *c, fk_getenv_fn get, fk_report_fn report)
 		else
 			bad(report, "FIKIT_INFLIGHT", v, "auto or an integer 0-" FK_XSTR(FK_INFLIGHT_MAX), "auto");
 	}
-	c->local = !strncmp(c->host, "127.", 4) || !strcmp(c->host, "::1") || !strcasecmp(c->host, "localhost");
+	c->local = c->unix_path[0] || !strncmp(c->host, "127.", 4) || !strcmp(c->host, "::1") ||
+		   !strcasecmp(c->host, "localhost");
 }

@@ -47,6 +47,11 @@ typedef struct fk_config {
 	int inflight;  /* FIKIT_INFLIGHT; -1: auto */
 	int local;     /* the scheduler's address is loopback: it shares our clock */
 	char auth_key_file[4096]; /* FIKIT_AUTH_KEY_FILE: MACs to a scheduler on another host */
+	/* FIKIT_SCHEDULER=unix:PATH: the daemon's unix datagram socket (a hook
+	 * in a pod); reply_dir (FIKIT_REPLY_DIR, default c/ beside PATH's
+	 * directory) is where this hook binds its sockets. "" : UDP. */
+	char unix_path[108];
+	char reply_dir[80];
 } fk_config;
 
 typedef const char *(*fk_getenv_fn)(const char *name);

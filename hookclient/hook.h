@@ -350,6 +350,15 @@ int fk_link_refused(void);
 /* Send m at once, without blocking (Goodbye at exit). */
 void fk_link_send_now(const fk_msg_out *m);
 void fk_link_reset_child(void);
+/* send(2) to the scheduler on fd; on a unix socket whose daemon went away
+ * (a restart: ECONNREFUSED, then ENOTCONN), connect again to its path and
+ * retry once, so a restarted daemon hears the hook (it then says "unknown
+ * task" and the hook registers again). errno as send's. */
+ssize_t fk_link_send(int fd, const void *buf, size_t len, int flags);
+/* recv(2) on the control socket, taking a descriptor that came with the
+ * datagram (SCM_RIGHTS: the board, for a hook on a unix socket) into
+ * *fd_out (-1: none; the caller closes it). */
+ssize_t fk_link_recv_fd(int fd, void *buf, size_t len, int *fd_out);
 
 /* ---- the sender thread (sender.c) ---- */
 

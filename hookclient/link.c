@@ -9,7 +9,10 @@
 #include <netdb.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define BATCH 64
@@ -28,6 +31,13 @@ static int resolve(void)
 	struct sockaddr_in *in4 = (struct sockaddr_in *)&sched_sa;
 	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&sched_sa;
 	memset(&sched_sa, 0, sizeof sched_sa);
+	if (fk_cfg.unix_path[0]) {
+		struct sockaddr_un *un = (struct sockaddr_un *)&sched_sa;
+		un->sun_family = AF_UNIX;
+		memcpy(un->sun_path, fk_cfg.unix_path, strlen(fk_cfg.unix_path) + 1);
+		sched_salen = (socklen_t)sizeof *un;
+		return 0;
+	}
 	if (inet_pton(AF_INET, fk_cfg.host, &in4->sin_addr) == 1) {
 		in4->sin_family = AF_INET;
 		in4->sin_port = htons((uint16_t)fk_cfg.port);
@@ -56,6 +66,8 @@ static int resolve(void)
  * no MAC is due (the daemon decides the same from our address). */
 static int sched_loopback(void)
 {
+	if (sched_sa.ss_family == AF_UNIX)
+		return 1; /* the kernel tells the daemon who we are */
 	if (sched_sa.ss_family == AF_INET)
 		return (ntohl(((struct sockaddr_in *)&sched_sa)->sin_addr.s_addr) >> 24) == 127;
 	const struct in6_addr *a = &((struct sockaddr_in6 *)&sched_sa)->sin6_addr;
@@ -88,11 +100,49 @@ static int auth_setup(void)
 	return 0;
 }
 
+/* bind_reply binds a unix socket in the reply directory, under a name of
+ * its own (pid, a counter, random bits): the daemon answers it there, and
+ * only the daemon can (the socket is connected to the daemon's, and the
+ * kernel refuses a connected unix socket's datagrams from anyone else).
+ * The directory is mode 1733: others can neither list nor remove it. */
+static int bind_reply(int fd)
+{
+	static _Atomic unsigned counter;
+	struct sockaddr_un un = {.sun_family = AF_UNIX};
+	for (int tries = 0; tries < 4; tries++) {
+		unsigned r = 0;
+		int rfd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+		if (rfd >= 0) {
+			ssize_t n = read(rfd, &r, sizeof r);
+			(void)n;
+			close(rfd);
+		}
+		int n = snprintf(un.sun_path, sizeof un.sun_path, "%s/fk-%d-%u-%08x", fk_cfg.reply_dir, (int)getpid(),
+				 atomic_fetch_add(&counter, 1), r);
+		if (n <= 0 || (size_t)n >= sizeof un.sun_path)
+			return -1;
+		if (bind(fd, (struct sockaddr *)&un, (socklen_t)sizeof un) == 0) {
+			/* The daemon (root, or the socket's owner) answers: keep it
+			 * private to us and it. */
+			chmod(un.sun_path, 0600);
+			return 0;
+		}
+		if (errno != EADDRINUSE)
+			return -1;
+	}
+	return -1;
+}
+
 int fk_link_socket(void)
 {
 	int fd = socket(sched_sa.ss_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return -1;
+	if (sched_sa.ss_family == AF_UNIX && bind_reply(fd) < 0) {
+		fk_log(FK_LOG_WARN, "cannot bind a reply socket in %s (%s)", fk_cfg.reply_dir, strerror(errno));
+		close(fd);
+		return -1;
+	}
 	/* Connected, so an ICMP port-unreachable surfaces as ECONNREFUSED and
 	 * only the scheduler's datagrams are received. */
 	if (connect(fd, (struct sockaddr *)&sched_sa, sched_salen) < 0) {
@@ -143,9 +193,64 @@ static struct mmsghdr out_msg[BATCH];
 static struct iovec out_iov[BATCH];
 static int out_n;
 
+/* gone: the error a unix socket gives once its daemon went away. */
+static int gone(int e) { return e == ECONNREFUSED || e == ENOTCONN || e == ECONNRESET; }
+
+/* reconnect connects a unix socket again to the daemon's path (a new
+ * daemon's socket, after a restart). */
+static int reconnect(int fd)
+{
+	return sched_sa.ss_family == AF_UNIX ? connect(fd, (struct sockaddr *)&sched_sa, sched_salen) : -1;
+}
+
+ssize_t fk_link_send(int fd, const void *buf, size_t len, int flags)
+{
+	ssize_t r = send(fd, buf, len, flags);
+	if (r < 0 && gone(errno) && sched_sa.ss_family == AF_UNIX) {
+		int e = errno;
+		if (reconnect(fd) == 0)
+			return send(fd, buf, len, flags);
+		errno = e == ENOTCONN ? ECONNREFUSED : e;
+	}
+	return r;
+}
+
+ssize_t fk_link_recv_fd(int fd, void *buf, size_t len, int *fd_out)
+{
+	*fd_out = -1;
+	if (sched_sa.ss_family != AF_UNIX)
+		return recv(fd, buf, len, MSG_DONTWAIT);
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int) * 4)];
+	} cm;
+	struct iovec iov = {.iov_base = buf, .iov_len = len};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof cm.b};
+	ssize_t r = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (r < 0) {
+		if (gone(errno))
+			errno = ECONNREFUSED;
+		return r;
+	}
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int got;
+			memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof got);
+			if (*fd_out < 0)
+				*fd_out = got;
+			else
+				close(got); /* one descriptor per answer: the rest are not ours */
+		}
+	}
+	return r;
+}
+
 void fk_link_flush(void)
 {
-	int off = 0;
+	int off = 0, retried = 0;
 	while (off < out_n) {
 		int r = sendmmsg(ctl, out_msg + off, (unsigned)(out_n - off), MSG_DONTWAIT);
 		if (r > 0) {
@@ -154,6 +259,13 @@ void fk_link_flush(void)
 		}
 		if (r < 0 && errno == EINTR)
 			continue;
+		if (r < 0 && gone(errno) && !retried && reconnect(ctl) == 0) {
+			retried = 1; /* a restarted daemon: the rest goes to it */
+			refused = 1;
+			continue;
+		}
+		if (r < 0 && errno == ENOTCONN)
+			errno = ECONNREFUSED;
 		if (r < 0 && errno == ECONNREFUSED)
 			refused = 1;
 		/* EAGAIN (socket buffer full) or an error: drop the rest, the
@@ -192,7 +304,7 @@ void fk_link_send_now(const fk_msg_out *m)
 	uint8_t buf[FK_MAX_DATAGRAM];
 	size_t len = fk_seal(buf, fk_encode(buf, fk_out_cap(), m), sizeof buf);
 	if (len) {
-		ssize_t r = send(ctl, buf, len, MSG_DONTWAIT);
+		ssize_t r = fk_link_send(ctl, buf, len, MSG_DONTWAIT);
 		(void)r;
 	}
 }

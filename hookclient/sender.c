@@ -144,10 +144,20 @@ static void check_waited_for(void)
 
 /* ---- the daemon's messages ---- */
 
+/* The descriptor that came with the datagram being handled (-1: none). */
+static int answer_fd = -1;
+
 /* Map the board a RegisterAck names (board.h); NULL: gate by UDP alone. */
 static fk_board_gpu *attach_board(fk_task *t, const fk_msg_in *m)
 {
-	fk_board *b = m->board_len ? fk_board_map(m->board, m->board_len, m->board_gen, m->board_gpu, t->uuid) : NULL;
+	fk_board *b = NULL;
+	if (m->board_len == sizeof FK_BOARD_IN_ANSWER - 1 && !memcmp(m->board, FK_BOARD_IN_ANSWER, m->board_len)) {
+		/* A daemon on a unix socket sends the board itself. */
+		b = fk_board_map_fd(answer_fd, m->board_gen, m->board_gpu, t->uuid);
+		answer_fd = -1;
+	} else if (m->board_len) {
+		b = fk_board_map(m->board, m->board_len, m->board_gen, m->board_gpu, t->uuid);
+	}
 	fk_board_gpu *g = b ? &b->gpu[m->board_gpu] : NULL;
 	if (g && !atomic_load(&t->bgpu))
 		fk_log(FK_LOG_INFO, "sharing the scheduler's board %.*s (GPU section %u)", (int)m->board_len, m->board,
@@ -210,7 +220,9 @@ static int receive_all(void)
 	uint8_t buf[2048];
 	int n = 0;
 	for (;;) {
-		ssize_t r = recv(fk_link_ctl(), buf, sizeof buf, MSG_DONTWAIT);
+		int rfd;
+		ssize_t r = fk_link_recv_fd(fk_link_ctl(), buf, sizeof buf, &rfd);
+		answer_fd = rfd;
 		if (r < 0) {
 			if (errno == ECONNREFUSED) {
 				refused("connection refused on receive");
@@ -224,6 +236,9 @@ static int receive_all(void)
 			fk_log(FK_LOG_DEBUG, "ignoring a malformed datagram of %zu bytes", len);
 		else if (len)
 			on_message(&m);
+		if (answer_fd >= 0)
+			close(answer_fd); /* not taken: not a board answer, or mapped already */
+		answer_fd = -1;
 		n++;
 	}
 }

@@ -222,7 +222,7 @@ static int request(fk_task *t, uint32_t seq, uint64_t kid, int use_slot, uint64_
 	uint64_t hold_seen = sl ? atomic_load_explicit(&sl->hold_ns, memory_order_relaxed) : 0;
 	fk_msg_out m = {.type = FK_MSG_LAUNCH_REQUEST, .task_id = who.id, .token = who.token, .seq = seq, .kernel_id = kid};
 	size_t len = fk_seal(buf, fk_encode(buf, sizeof buf - FK_MAC_TRAILER, &m), sizeof buf);
-	if (send(fd, buf, len, 0) < 0) {
+	if (fk_link_send(fd, buf, len, 0) < 0) {
 		release_slot(sl, seq);
 		if (errno == ECONNREFUSED)
 			on_refused(&w);

@@ -100,6 +100,25 @@ int main(int argc, char **argv)
 	load(&c, 1, named);
 	CHECK(nreports == 0 && !strcmp(c.host, "sched.local"), "host name");
 
+	/* unix:PATH (a hook in a pod): the reply directory is c/ beside the
+	 * socket's directory, or FIKIT_REPLY_DIR; the daemon shares our clock. */
+	const char *const un[][2] = {{"FIKIT_SCHEDULER", "unix:/run/fikit/sock/hooks.sock"}};
+	load(&c, 1, un);
+	CHECK(nreports == 0 && !strcmp(c.unix_path, "/run/fikit/sock/hooks.sock") && !strcmp(c.reply_dir, "/run/fikit/c") &&
+		      c.local,
+	      "unix: %s reply %s local %d", c.unix_path, c.reply_dir, c.local);
+	const char *const un2[][2] = {{"FIKIT_SCHEDULER", "unix:/s.sock"}, {"FIKIT_REPLY_DIR", "/tmp/replies"}};
+	load(&c, 2, un2);
+	CHECK(nreports == 0 && !strcmp(c.unix_path, "/s.sock") && !strcmp(c.reply_dir, "/tmp/replies"), "unix with reply dir: %s",
+	      c.reply_dir);
+	const char *const unbad[][2] = {{"FIKIT_SCHEDULER", "unix:relative.sock"}};
+	load(&c, 1, unbad);
+	CHECK(nreports == 1 && !c.unix_path[0] && !strcmp(c.host, "127.0.0.1"), "relative unix path: %d reports", nreports);
+	const char *const unlong[][2] = {
+	    {"FIKIT_SCHEDULER", "unix:/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}};
+	load(&c, 1, unlong);
+	CHECK(nreports == 1 && !c.unix_path[0], "unix path too long for sockaddr_un");
+
 	/* Every variable bad at once: one line each, each naming its variable,
 	 * and every default kept. */
 	const char *const bad[][2] = {{"FIKIT_SCHEDULER", "localhost"},  {"FIKIT_PRIORITY", "12"},
