@@ -10,6 +10,8 @@
 #   make fuzz     the fuzz targets, longer than in make test
 #   make soak     services coming and going around one daemon (SOAK=30m)
 #   make test-asan / test-tsan   the C side under sanitizers (in make test)
+#   make fikit-k8s  fikit with the pod informer (build tag k8s; the image's)
+#   make test-k8s   against a real kube-apiserver and etcd (tests/k8s; docs/kubernetes.md)
 #
 # C code builds against NVIDIA's real cuda.h; simgpu/cuda-headers.sh finds an
 # installed toolkit or fetches Debian's nvidia-cuda-dev headers once per machine.
@@ -199,3 +201,20 @@ clean:
 
 # ---- install, uninstall, image (issue 25; docs/deploy.md) ----
 include cmd/fikit/deploy/deploy.mk
+
+# ---- Kubernetes (issue 35; docs/kubernetes.md) ----
+# fikit with the pod informer: the k8s build tag pulls client-go in, which
+# the default binary and make test never compile.
+.PHONY: fikit-k8s test-k8s
+fikit-k8s:
+	@mkdir -p $(BIN)
+	$(GO) build -tags k8s -o $(BIN)/fikit-k8s ./cmd/fikit
+
+# Against a real control plane: tests/k8s/tools.sh builds kube-apiserver and
+# etcd once per machine (cached in ~/.cache/fikit/k8s, ~25 min on 2 cores),
+# then the chart, the webhook, the informer and simulated pods are tested
+# against them. tests/k8s is a module of its own (helm, client-go).
+test-k8s: all fikit-k8s
+	FIKIT_K8S_TOOLS=$$(tests/k8s/tools.sh) && export FIKIT_K8S_TOOLS && \
+	cd tests/k8s && $(GO) vet -tags k8s ./ && \
+	FIKIT_BIN=$(BIN) $(GO) test -tags k8s -count=1 -timeout 20m $(GOTESTFLAGS) ./

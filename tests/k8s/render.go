@@ -18,11 +18,14 @@ import (
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 )
 
-// ChartDir is the chart, from this package's directory.
-func ChartDir() string {
+// Here is this package's directory (tests/k8s).
+func Here() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "deploy", "helm", "fikit")
+	return filepath.Dir(file)
 }
+
+// ChartDir is the chart.
+func ChartDir() string { return filepath.Join(Here(), "..", "..", "deploy", "helm", "fikit") }
 
 // Manifest is one rendered object.
 type Manifest struct {

@@ -76,9 +76,14 @@ IMAGE         ?= localhost/fikit:$(IMAGE_VERSION)
 IMAGE_ROOT     = $(BUILD)/image/root
 IMAGE_TAR      = $(BUILD)/fikit-image.tar
 
+# IMAGE_TAGS=osusergo,netgo,k8s builds the image's fikit with the pod
+# informer, for the Helm chart (docs/kubernetes.md): client-go makes it
+# about 38 MB larger, and make test does not build that one.
+IMAGE_TAGS    ?= osusergo,netgo
+
 $(BUILD)/image/fikit: FORCE
 	@mkdir -p $(@D)
-	CGO_ENABLED=1 $(GO) build -tags osusergo,netgo -ldflags '-linkmode external -extldflags "-static"' -o $@ ./cmd/fikit
+	CGO_ENABLED=1 $(GO) build -tags $(IMAGE_TAGS) -ldflags '-linkmode external -extldflags "-static"' -o $@ ./cmd/fikit
 
 image: $(BUILD)/image/fikit hook
 	@tool=$$(command -v buildah || command -v podman) || \
