@@ -18,6 +18,7 @@ import (
 	"time"
 
 	variants "github.com/fikit/fikit/bench/variant"
+	"github.com/fikit/fikit/internal/stats"
 )
 
 func TestPreSwitchEndToEnd(t *testing.T) {
@@ -102,7 +103,7 @@ func TestPreSwitchEndToEnd(t *testing.T) {
 		}
 	}
 	slices.Sort(blocked)
-	p50, p90 := blocked[len(blocked)/2], blocked[len(blocked)*9/10]
+	p50, p90 := stats.QuantileSorted(blocked, 0.5), stats.QuantileSorted(blocked, 0.9)
 	t.Logf("HP blocked per run: p50 %s, p90 %s, max %s (switch %s); %d of %d runs blocked ≤ half a switch",
 		us(p50), us(p90), us(blocked[len(blocked)-1]), us(switchNs), unblocked, len(blocked))
 	// The hits were counted over the first seen runs; the unblocked runs

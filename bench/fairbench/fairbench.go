@@ -17,6 +17,7 @@ import (
 
 	"github.com/fikit/fikit/bench/harness"
 	"github.com/fikit/fikit/daemon"
+	"github.com/fikit/fikit/internal/stats"
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/simgpu/timeline"
 	"github.com/fikit/fikit/simgpu/trace"
@@ -261,7 +262,7 @@ func hpAlone(ctx context.Context, o Options) (int64, error) {
 	if len(r.Runs) == 0 {
 		return 0, fmt.Errorf("HP alone completed no runs")
 	}
-	return harness.Quantile(r.JCTs(), 0.5), nil
+	return stats.Quantile(r.JCTs(), 0.5), nil
 }
 
 func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTrace string, alone int64) (*ModeResult, error) {
@@ -384,7 +385,7 @@ func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTr
 		mr.Ratio = max(a, b) / min(a, b)
 	}
 	if hpRes != nil {
-		mr.HPP50Ns, mr.HPP99Ns = harness.Quantile(hpRes.JCTs(), 0.5), harness.Quantile(hpRes.JCTs(), 0.99)
+		mr.HPP50Ns, mr.HPP99Ns = stats.Quantile(hpRes.JCTs(), 0.5), stats.Quantile(hpRes.JCTs(), 0.99)
 		mr.Interference = harness.InterferenceOf(hpRes, alone)
 	}
 	return mr, nil

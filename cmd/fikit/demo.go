@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fikit/fikit/bench/harness"
+	"github.com/fikit/fikit/internal/stats"
 	"github.com/fikit/fikit/profiler"
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/simgpu/devmodel"
@@ -292,9 +293,9 @@ func runDemo(ctx context.Context, o demoOptions) (*DemoResult, error) {
 
 func modeOf(hp *harness.Result, pair *harness.PairResult, aloneJCTs []int64) DemoMode {
 	j := hp.JCTs()
-	m := DemoMode{HPp10Ns: harness.Quantile(j, 0.1), HPp50Ns: harness.Quantile(j, 0.5), HPp99Ns: harness.Quantile(j, 0.99), HPRuns: len(j)}
-	m.HPMeanNs, _ = harness.MeanCV(j)
-	base := harness.Quantile(aloneJCTs, 0.5)
+	m := DemoMode{HPp10Ns: stats.Quantile(j, 0.1), HPp50Ns: stats.Quantile(j, 0.5), HPp99Ns: stats.Quantile(j, 0.99), HPRuns: len(j)}
+	m.HPMeanNs, _ = stats.MeanCV(j)
+	base := stats.Quantile(aloneJCTs, 0.5)
 	if aloneJCTs == nil {
 		base = m.HPp50Ns
 	}
