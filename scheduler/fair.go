@@ -408,3 +408,16 @@ func (n *Node) fairDeadline(g *gpu) int64 {
 	}
 	return d
 }
+
+// FairCounters: turns and throttles among equals (fair.go).
+type FairCounters struct {
+	FairTurns     uint64 `json:"fair_turns"`     // the turn among waiters of one priority moved
+	FairThrottles uint64 `json:"fair_throttles"` // a holder ran the lag ahead of its equals and waited
+}
+
+var fairMetrics = []Metric{
+	{Name: "fikit_fair_turns_total", Help: "Turns among waiting tasks of one priority that passed to another task (each a context switch between them).",
+		Value: func(s *Stats) float64 { return count(s.FairTurns) }},
+	{Name: "fikit_fair_throttles_total", Help: "Holders that ran the fair lag ahead of their equals and waited for them.",
+		Value: func(s *Stats) float64 { return count(s.FairThrottles) }},
+}

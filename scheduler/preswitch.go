@@ -293,3 +293,22 @@ func (t *task) preSwitchNext() int64 {
 // (the driver names one "NVIDIA A100-SXM4-40GB MIG 1g.5gb"): the
 // pre-switch is off there, its switch never having been measured.
 func onMIG(model string) bool { return strings.Contains(model, " MIG ") }
+
+// PreSwitchCounters (preswitch.go): warm-ups asked; holder runs that
+// started after theirs (hits), before it (early); guards that ended without
+// the holder (misses); tasks turned off for a low hit rate.
+type PreSwitchCounters struct {
+	PreSwitches     uint64 `json:"pre_switches"`
+	PreSwitchHits   uint64 `json:"pre_switch_hits"`
+	PreSwitchEarly  uint64 `json:"pre_switch_early"`
+	PreSwitchMisses uint64 `json:"pre_switch_misses"`
+	PreSwitchOff    uint64 `json:"pre_switch_off"`
+}
+
+var preSwitchMetrics = []Metric{
+	{Name: "fikit_pre_switches_total", Help: "Warm-ups asked of holders' hooks ahead of a predicted request (pre-switch).", Value: func(s *Stats) float64 { return count(s.PreSwitches) }},
+	{Name: "fikit_pre_switch_hits_total", Help: "Holder runs that started after their warm-up, within the guard (pre-switch).", Value: func(s *Stats) float64 { return count(s.PreSwitchHits) }},
+	{Name: "fikit_pre_switch_early_total", Help: "Holder runs that started before their warm-up was asked (pre-switch).", Value: func(s *Stats) float64 { return count(s.PreSwitchEarly) }},
+	{Name: "fikit_pre_switch_misses_total", Help: "Pre-switch guards that ended without the holder (pre-switch).", Value: func(s *Stats) float64 { return count(s.PreSwitchMisses) }},
+	{Name: "fikit_pre_switch_off_total", Help: "Tasks whose pre-switches were turned off for a low hit rate (pre-switch).", Value: func(s *Stats) float64 { return count(s.PreSwitchOff) }},
+}

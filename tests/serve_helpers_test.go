@@ -60,7 +60,8 @@ func startServe(t testing.TB, dataDir, addr string, args ...string) *daemonProc 
 // to every `fikit serve` a test starts, last, so that they win. It is how a
 // mechanism is turned off to show that its test fails without it
 // (docs/operations.md "Mechanism-off runs"), e.g.
-// FIKIT_TEST_SERVE_FLAGS=--hook-bound=false.
+// FIKIT_TEST_SERVE_FLAGS=--variant=,hook-bound=false (a variant of the
+// core's configuration, bench/variant: ablations are no user flags).
 func mechanismOff(t testing.TB) []string {
 	f := strings.Fields(os.Getenv("FIKIT_TEST_SERVE_FLAGS"))
 	if len(f) > 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fikit/fikit/bench/variant"
 	"github.com/fikit/fikit/scheduler"
 )
 
@@ -51,7 +52,7 @@ type ServiceReport struct {
 // variants applied to opts.Scheduler (rows fikit/NAME). In mode exclusive
 // each service runs alone, aloneRuns times where it sets no runs. The
 // services need their profiles (Profile).
-func Compare(opts Options, svcs []Service, modes []Mode, variants []scheduler.Variant, aloneRuns int) (*Report, error) {
+func Compare(opts Options, svcs []Service, modes []Mode, variants []variant.Variant, aloneRuns int) (*Report, error) {
 	dev := opts.Device
 	rep := &Report{Model: dev.Model.String(), SwitchNs: int64(dev.Switch), SliceNs: int64(dev.Timeslice),
 		LaunchNs: int64(dev.LaunchLatency)}

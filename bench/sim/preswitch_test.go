@@ -68,7 +68,13 @@ func simulatePreSwitch(t *testing.T, poisson bool, settings ...[]string) (sharin
 		fikit = append(fikit, fig(run(Fikit, func(c *scheduler.Config) {
 			for _, kv := range set {
 				k, v, _ := cut(kv)
-				s, _ := scheduler.LookupSetting(k)
+				s, ok := scheduler.LookupSetting(k)
+				if !ok {
+					s, ok = scheduler.LookupAblation(k) // the pre-switch and its parameters
+				}
+				if !ok {
+					t.Fatalf("no setting %s", k)
+				}
 				if err := s.Set(c, v); err != nil {
 					t.Fatal(err)
 				}
