@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"os"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -67,8 +69,29 @@ func (s *Server) listenUnix(wake func()) error {
 	}
 	if len(s.unix) > 0 {
 		s.unixIn = newUnixIntake(wake)
+		if q, err := maxDgramQlen(); err == nil && q < wantDgramQlen {
+			s.log.Warn("net.unix.max_dgram_qlen is small: hooks' datagrams beyond that many queued on the unix socket are dropped "+
+				"(their sender gets EAGAIN); raise it in the daemon's network namespace (docs/kubernetes.md \"Queue\")",
+				"max_dgram_qlen", q, "want", wantDgramQlen)
+		}
 	}
 	return nil
+}
+
+// wantDgramQlen is the queue of the daemon's unix socket below which it
+// warns: a burst of launch reports from a few dozen hooks.
+const wantDgramQlen = 512
+
+// maxDgramQlen reads net.unix.max_dgram_qlen of the daemon's network
+// namespace: how many datagrams a unix socket created there queues before
+// a sender that is not its peer gets EAGAIN (answers to the hooks are not
+// bounded by it: their sockets are connected to the daemon's).
+func maxDgramQlen() (int, error) {
+	b, err := os.ReadFile("/proc/sys/net/unix/max_dgram_qlen")
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
 
 // identify says who sent the Register in intake from src.

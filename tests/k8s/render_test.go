@@ -41,8 +41,8 @@ func TestChartRenders(t *testing.T) {
 		}
 	}
 	ds := find[*appsv1.DaemonSet](t, ms)[0]
-	if !ds.Spec.Template.Spec.HostPID {
-		t.Error("daemon without hostPID: it cannot read its senders' cgroups")
+	if !ds.Spec.Template.Spec.HostPID || !ds.Spec.Template.Spec.HostNetwork {
+		t.Error("daemon without hostPID (its senders' cgroups) or hostNetwork (host services on 127.0.0.1)")
 	}
 	args := strings.Join(ds.Spec.Template.Spec.Containers[0].Args, " ")
 	for _, w := range []string{"--listen=unix:/run/fikit/sock/hooks.sock", "--k8s-node=$(NODE_NAME)", "--priority-policy=/etc/fikit/policy"} {
