@@ -47,3 +47,39 @@ key:batch-*      7
 		}
 	}
 }
+
+// FuzzParsePolicy: no policy file panics the parser; one it accepts is
+// accepted again as the daemon logs it (rule by rule), with the same rules.
+func FuzzParsePolicy(f *testing.F) {
+	for _, s := range []string{
+		"uid:1000 3 max-weight=4\nkey:batch-* 7\nremote 5\n* 5\n",
+		"namespace:infer 0 board\nserviceaccount:infer/sa 2 max-weight=8 board\n* 9 # comment\n",
+		"namespace:Bad 0", "serviceaccount:a/b 1 board board", "gid:x 1",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		p, err := ParsePolicy(strings.NewReader(s))
+		if err != nil {
+			if !errors.Is(err, ErrPolicy) {
+				t.Fatalf("error %v is not ErrPolicy", err)
+			}
+			return
+		}
+		var lines []string
+		for _, r := range p.Rules {
+			lines = append(lines, r.Spell)
+		}
+		q, err := ParsePolicy(strings.NewReader(strings.Join(lines, "\n")))
+		if err != nil || len(q.Rules) != len(p.Rules) {
+			t.Fatalf("re-parsing %q: %v, %d rules, want %d", lines, err, len(q.Rules), len(p.Rules))
+		}
+		for i := range p.Rules {
+			a, b := p.Rules[i], q.Rules[i]
+			a.Line, b.Line = 0, 0
+			if a != b {
+				t.Fatalf("rule %d: %+v, again %+v", i, a, b)
+			}
+		}
+	})
+}
