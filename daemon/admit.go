@@ -105,6 +105,10 @@ func (s *Server) admit(m *udp.Register, src netip.AddrPort, now int64) {
 		demoted: demoted, pid: who.pid, phase: phase, pidfd: who.pidfd,
 	}
 	if p := who.pod; p != nil {
+		if s.podsHeard == nil {
+			s.podsHeard = map[string]bool{}
+		}
+		s.podsHeard[p.uid] = true
 		adm.ta.podUID, adm.ta.podKnown = p.uid, p.known
 		adm.ta.namespace, adm.ta.podName = p.info.Namespace, p.info.Name
 	}

@@ -138,6 +138,8 @@ type Server struct {
 	boardFile *os.File
 	// podsLearned: the informer learned pods since raiseLearned last ran.
 	podsLearned atomic.Bool
+	// podsHeard are the pods whose processes registered (pods.go).
+	podsHeard map[string]bool
 }
 
 // aLongTimeAgo is a read deadline in the past: it wakes the loop.

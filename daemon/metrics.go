@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -89,6 +91,12 @@ func newMetrics(s *Server) *metrics {
 	}
 	m.reg.MustRegister(m.received, m.sent, m.decodeErrors, m.forged, m.demoted, m.weightDemoted, m.unauthenticated, m.boardAnswers,
 		m.podsRaised, m.unknownPods,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fikit_pods_injected_unregistered", Help: "Running pods of this node the webhook put under the hook that never registered (a musl image, a hook that failed to load, or no CUDA use yet)."},
+			func() float64 {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				return float64(s.unhookedPods(time.Now()))
+			}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_unix_unanswerable_total", Help: "Datagrams on the unix sockets from unbound sockets (no path to answer), dropped."},
 			func() float64 {
 				var n uint64

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -196,6 +197,37 @@ func podTenant(p *podRef) string {
 		return "pod:" + p.uid
 	}
 	return "namespace:" + p.info.Namespace
+}
+
+// silentAfter is how long a running injected pod may go without a
+// registration before it counts as un-hooked: its service may load CUDA
+// late, and the informer's start time is the pod's, not the container's.
+const silentAfter = 2 * time.Minute
+
+// unhookedPods counts the running pods of this node that the webhook put
+// under the hook and that never registered since silentAfter after their
+// start: a musl image (the hook is not loaded), a hook that failed to
+// load, or a service that has not used CUDA yet (docs/kubernetes.md).
+// Called with mu held.
+func (s *Server) unhookedPods(now time.Time) int {
+	if s.cfg.Pods == nil {
+		return 0
+	}
+	n := 0
+	seen := map[string]bool{}
+	for _, p := range s.cfg.Pods.List() {
+		seen[p.UID] = true
+		if p.Annotations[pods.InjectedAnnotation] == "true" && p.Running && now.Sub(p.RunningSince) > silentAfter &&
+			!s.podsHeard[p.UID] {
+			n++
+		}
+	}
+	for uid := range s.podsHeard {
+		if !seen[uid] {
+			delete(s.podsHeard, uid) // the pod is gone
+		}
+	}
+	return n
 }
 
 // watchPods wakes the loop when the informer learns pods, so that tasks of

@@ -270,3 +270,32 @@ func TestUnixSpeakerIsTheKernelsPid(t *testing.T) {
 		t.Errorf("the forged Goodbye removed the task: %+v", st.Tasks)
 	}
 }
+
+// TestInjectedPodsThatNeverRegister (issue 35, bad input: an image whose
+// libc is musl starts un-hooked): a running pod the webhook put under the
+// hook that has not registered within silentAfter is counted, until its
+// process registers; pods not injected, or just started, are not.
+func TestInjectedPodsThatNeverRegister(t *testing.T) {
+	long := time.Now().Add(-time.Hour)
+	injected := map[string]string{pods.InjectedAnnotation: "true"}
+	lookup := pods.NewStatic(
+		pods.Pod{UID: podA, Namespace: "infer", Name: "musl", Annotations: injected, Running: true, RunningSince: long},
+		pods.Pod{UID: podB, Namespace: "infer", Name: "fresh", Annotations: injected, Running: true, RunningSince: time.Now()},
+		pods.Pod{UID: "22222222-2222-3333-4444-555555555555", Namespace: "infer", Name: "cpu", Running: true, RunningSince: long,
+			Annotations: map[string]string{pods.InjectedAnnotation: "no-gpu"}},
+	)
+	s, sock, proc := startPodServer(t, "* 5\n", lookup, false)
+	gauge := func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.unhookedPods(time.Now())
+	}
+	if n := gauge(); n != 1 {
+		t.Fatalf("%d un-hooked pods, want 1 (the injected one running for an hour)", n)
+	}
+	setCgroup(t, proc, podA)
+	newUnixHook(t, sock).register("svc", 5)
+	if n := gauge(); n != 0 {
+		t.Errorf("%d un-hooked pods after its process registered, want 0", n)
+	}
+}

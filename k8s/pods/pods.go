@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // PriorityAnnotation is the annotation a pod asks its priority with
@@ -22,7 +23,15 @@ type Pod struct {
 	ServiceAccount string
 	Node           string
 	Annotations    map[string]string
+	// Running: the pod's phase is Running, since RunningSince (its start
+	// time as the kubelet reported it).
+	Running      bool
+	RunningSince time.Time
 }
+
+// InjectedAnnotation is what the webhook writes on a pod: "true" where it
+// put the pod's GPU containers under the hook.
+const InjectedAnnotation = "fikit.io/injected"
 
 // AskedPriority is the priority the pod's fikit.io/priority annotation
 // asks (ok false: none, or not a number 0–9: then err says why).
@@ -43,6 +52,8 @@ func (p Pod) AskedPriority() (prio uint8, ok bool, err error) {
 type Lookup interface {
 	// Pod is the pod with the UID (ok false: not known, yet or any more).
 	Pod(uid string) (Pod, bool)
+	// List is every pod known.
+	List() []Pod
 	// Learned is signalled (without blocking: a pending signal is not
 	// repeated) each time a pod is added or changed, so that the daemon
 	// may raise tasks of pods it did not know at registration.
@@ -75,6 +86,17 @@ func (s *Static) Pod(uid string) (Pod, bool) {
 
 // Learned implements Lookup.
 func (s *Static) Learned() <-chan struct{} { return s.learned }
+
+// List implements Lookup.
+func (s *Static) List() []Pod {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Pod, 0, len(s.pods))
+	for _, p := range s.pods {
+		out = append(out, p)
+	}
+	return out
+}
 
 // Set adds or replaces a pod and signals Learned.
 func (s *Static) Set(p Pod) {

@@ -154,6 +154,24 @@ func TestAgainstAPIServer(t *testing.T) {
 	}
 	batch.stop()
 
+	// An injected pod that runs and never registers (a musl image: the
+	// hook is not loaded) is counted by the daemon, from what the informer
+	// says of it. No kubelet here: the test reports it running for an hour.
+	musl := mustCreate(t, ctx, c, gpuPod("infer", "musl", "3", nil))
+	musl.Status = corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &metav1.Time{Time: time.Now().Add(-time.Hour)}}
+	if _, err := cs.CoreV1().Pods("infer").UpdateStatus(ctx, musl, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var unhooked float64
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if unhooked = d.metrics(t)["fikit_pods_injected_unregistered"]; unhooked == 1 {
+			break
+		}
+	}
+	if unhooked != 1 {
+		t.Errorf("fikit_pods_injected_unregistered = %v, want 1 (the running injected pod that never registered)", unhooked)
+	}
+
 	// 5. The webhook down: failurePolicy Ignore lets the pod in un-hooked,
 	// and the API server counts the fail-open.
 	wh.stop()

@@ -90,6 +90,17 @@ func (in *Informer) Pod(uid string) (pods.Pod, bool) {
 	return p, ok
 }
 
+// List implements pods.Lookup.
+func (in *Informer) List() []pods.Pod {
+	in.mu.RLock()
+	defer in.mu.RUnlock()
+	out := make([]pods.Pod, 0, len(in.pods))
+	for _, p := range in.pods {
+		out = append(out, p)
+	}
+	return out
+}
+
 // Learned implements pods.Lookup.
 func (in *Informer) Learned() <-chan struct{} { return in.learned }
 
@@ -122,8 +133,12 @@ func toPod(p *corev1.Pod) pods.Pod {
 	if sa == "" {
 		sa = "default"
 	}
-	return pods.Pod{UID: string(p.UID), Namespace: p.Namespace, Name: p.Name, ServiceAccount: sa,
-		Node: p.Spec.NodeName, Annotations: p.Annotations}
+	pod := pods.Pod{UID: string(p.UID), Namespace: p.Namespace, Name: p.Name, ServiceAccount: sa,
+		Node: p.Spec.NodeName, Annotations: p.Annotations, Running: p.Status.Phase == corev1.PodRunning}
+	if p.Status.StartTime != nil {
+		pod.RunningSince = p.Status.StartTime.Time
+	}
+	return pod
 }
 
 // strip keeps of a pod what toPod reads.
@@ -136,7 +151,8 @@ func strip(o any) (any, error) {
 		TypeMeta: p.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID,
 			ResourceVersion: p.ResourceVersion, Annotations: p.Annotations},
-		Spec: corev1.PodSpec{NodeName: p.Spec.NodeName, ServiceAccountName: p.Spec.ServiceAccountName},
+		Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName, ServiceAccountName: p.Spec.ServiceAccountName},
+		Status: corev1.PodStatus{Phase: p.Status.Phase, StartTime: p.Status.StartTime},
 	}, nil
 }
 
