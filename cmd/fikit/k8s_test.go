@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fikit/fikit/daemon"
 )
 
 // preloadSource is a library that says it was loaded.
@@ -100,5 +102,48 @@ func TestMuslImageStartsUnhooked(t *testing.T) {
 	}
 	if err := run(dir + "/$LIB/" + hookLib); err != nil {
 		t.Errorf("musl program with the webhook's LD_PRELOAD did not start: %v", err)
+	}
+}
+
+// TestPrintStatusPods: with pods among the tasks, the table has a
+// NAMESPACE/POD column: a known pod's, an unknown pod's UID, "-" for a
+// host service; without pods there is no such column.
+func TestPrintStatusPods(t *testing.T) {
+	st := &daemon.Status{Listen: "127.0.0.1:7070", Tasks: []daemon.TaskStatus{
+		{ID: 1, Key: "ns:infer/resnet", Priority: 0, Role: "holder", Phase: "sharing", Tenant: "namespace:infer",
+			PodUID: "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0", Namespace: "infer", Pod: "resnet-7d9"},
+		{ID: 2, Key: "pod:11111111-2222-3333-4444-555555555555/bert", Priority: 9, Role: "waiter", Phase: "profiling",
+			PodUID: "11111111-2222-3333-4444-555555555555"},
+		{ID: 3, Key: "host", Priority: 5, Role: "waiter", Phase: "sharing", Tenant: "uid:0"},
+	}}
+	var b bytes.Buffer
+	if err := printStatus(&b, st); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"NAMESPACE/POD", "infer/resnet-7d9", "pod 11111111-2222-3333-4444-555555555555 (not known yet)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	st.Tasks = st.Tasks[2:]
+	b.Reset()
+	if err := printStatus(&b, st); err != nil || strings.Contains(b.String(), "NAMESPACE/POD") {
+		t.Errorf("a pod column without pods: %v\n%s", err, b.String())
+	}
+}
+
+func TestSplitListen(t *testing.T) {
+	udpAddr, paths, err := splitListen([]string{"unix:/run/fikit/sock/hooks.sock", "127.0.0.1:7070", "unix:/x//y.sock"})
+	if err != nil || udpAddr != "127.0.0.1:7070" || strings.Join(paths, " ") != "/run/fikit/sock/hooks.sock /x/y.sock" {
+		t.Errorf("%q %q %v", udpAddr, paths, err)
+	}
+	if a, _, _ := splitListen([]string{"unix:/s"}); a != "127.0.0.1:0" {
+		t.Errorf("unix only: UDP %q, want an unused loopback port", a)
+	}
+	for _, bad := range [][]string{{"unix:rel.sock"}, {"127.0.0.1:1", "127.0.0.1:2"}} {
+		if _, _, err := splitListen(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
 	}
 }
