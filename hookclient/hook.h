@@ -359,6 +359,11 @@ ssize_t fk_link_send(int fd, const void *buf, size_t len, int flags);
  * datagram (SCM_RIGHTS: the board, for a hook on a unix socket) into
  * *fd_out (-1: none; the caller closes it). */
 ssize_t fk_link_recv_fd(int fd, void *buf, size_t len, int *fd_out);
+/* Remove the name of a reply socket this process bound (a unix link): at
+ * a thread's end and at exit, so that the reply directory does not keep
+ * it. A socket inherited across fork keeps its name (its binder's pid is
+ * in it). */
+void fk_link_unlink_own(int fd);
 
 /* ---- the sender thread (sender.c) ---- */
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -192,6 +193,20 @@ static uint8_t out_buf[BATCH][FK_MAX_DATAGRAM];
 static struct mmsghdr out_msg[BATCH];
 static struct iovec out_iov[BATCH];
 static int out_n;
+
+void fk_link_unlink_own(int fd)
+{
+	struct sockaddr_un un;
+	socklen_t len = sizeof un;
+	if (fd < 0 || getsockname(fd, (struct sockaddr *)&un, &len) < 0 || un.sun_family != AF_UNIX ||
+	    len <= offsetof(struct sockaddr_un, sun_path) || !un.sun_path[0])
+		return;
+	un.sun_path[sizeof un.sun_path - 1] = '\0';
+	char own[sizeof un.sun_path];
+	int n = snprintf(own, sizeof own, "%s/fk-%d-", fk_cfg.reply_dir, (int)getpid());
+	if (n > 0 && (size_t)n < sizeof own && !strncmp(un.sun_path, own, (size_t)n))
+		unlink(un.sun_path);
+}
 
 /* gone: the error a unix socket gives once its daemon went away. */
 static int gone(int e) { return e == ECONNREFUSED || e == ENOTCONN || e == ECONNRESET; }

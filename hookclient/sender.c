@@ -476,6 +476,7 @@ static void at_exit(void)
 		fk_log(FK_LOG_DEBUG, "exit: the scheduler did not confirm the last measurements within %d ms",
 		       FK_EXIT_FLUSH_MS);
 	step_now(&(fk_ev){.type = FK_EV_EXIT, .now = fk_now_ns()});
+	fk_link_unlink_own(fk_link_ctl());
 }
 
 int fk_sender_start(void)

@@ -88,8 +88,10 @@ static __thread unsigned tl_gen;
 static void close_sock(void *p)
 {
 	(void)p;
-	if (tl_fd >= 0)
+	if (tl_fd >= 0) {
+		fk_link_unlink_own(tl_fd);
 		close(tl_fd);
+	}
 	tl_fd = -1;
 }
 
