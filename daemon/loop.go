@@ -68,6 +68,9 @@ func (s *Server) loop(ctx context.Context) error {
 				// The deadline timer fired: clear the expired deadline
 				// first, so a timer firing meanwhile is seen by this tick.
 				_ = s.conn.SetReadDeadline(time.Time{})
+				// A unix reader's wake-up since the read was cleared with
+				// the deadline: what it queued is taken now.
+				s.drainUnix(handle)
 				// A read past its deadline reads nothing: what is queued
 				// (a stalled daemon's backlog) is read before time is
 				// judged.

@@ -1,11 +1,13 @@
 package daemon
 
 import (
+	"context"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -298,4 +300,49 @@ func TestInjectedPodsThatNeverRegister(t *testing.T) {
 	if n := gauge(); n != 0 {
 		t.Errorf("%d un-hooked pods after its process registered, want 0", n)
 	}
+}
+
+// TestUnixWakeNotLost: a unix datagram queued while the loop is between a
+// read that returned at its deadline and the clearing of that deadline
+// (its wake-up is cleared with it) is still taken at once, not when some
+// other datagram or timer next wakes the loop.
+func TestUnixWakeNotLost(t *testing.T) {
+	pol, _ := ParsePolicy(strings.NewReader("* 5\n"))
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "hooks.sock")
+	proc := filepath.Join(dir, "proc")
+	setCgroup(t, proc, "")
+	s, err := New(Config{Listen: "127.0.0.1:0", ListenUnix: []string{sock}, Store: store.NewMemory(),
+		Scheduler: scheduler.DefaultConfig(), Policy: pol, ProcRoot: proc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newUnixHook(t, sock)
+	var once sync.Once
+	s.onDeadlineRead = func() {
+		once.Do(func() {
+			h.regSeq++
+			h.send(&udp.Register{Seq: h.regSeq, TaskKey: "svc", PID: 1, Priority: 5, DeviceUUID: [16]byte{1}, DeviceName: "g"})
+			for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+				s.unixIn.mu.Lock()
+				n := len(s.unixIn.queue)
+				s.unixIn.mu.Unlock()
+				if n > 0 {
+					return // queued, and its wake-up given
+				}
+			}
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(50 * time.Millisecond)
+	_ = s.conn.SetReadDeadline(aLongTimeAgo) // a deadline read, as the timer's
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
+		if _, ok := h.recv(time.Until(deadline)).(*udp.RegisterAck); ok {
+			return
+		}
+	}
+	t.Fatal("the Register queued during a deadline read was not answered")
 }
