@@ -15,6 +15,9 @@ type Variant struct {
 	// Settings are `name=value` pairs (Settings' names), applied in order
 	// over DefaultConfig.
 	Settings []string
+	// Core sets what is not a user setting (Config fields the bench and
+	// the tests switch, such as FixedBound), after Settings.
+	Core func(*Config)
 }
 
 // todaysGate is the gate before these mechanisms: the switch priced at
@@ -24,6 +27,11 @@ type Variant struct {
 var todaysGate = []string{"switch-cost=25us", "switch-aware=false", "hook-bound=false", "holder-ttl-alpha=0",
 	"board-resume=false", "pre-switch=false"}
 
+// fixedBound is the µs bound before it followed the slack: InflightBudget
+// at all times, nothing into a better priority's predicted run or while it
+// is due.
+func fixedBound(c *Config) { c.FixedBound = true }
+
 func plus(extra ...string) []string {
 	return append(append([]string(nil), todaysGate...), extra...)
 }
@@ -31,12 +39,13 @@ func plus(extra ...string) []string {
 // Variants are the gate's ablations, in the order reports show them: today's
 // gate, each mechanism alone on top of it, and all of them together.
 var Variants = []Variant{
-	{Name: "today", Title: "today's gate", Settings: plus()},
-	{Name: "switch-aware", Title: "+ switch-aware fills", Settings: plus("switch-cost=auto", "switch-aware=true")},
-	{Name: "us-bound", Title: "+ µs bound", Settings: plus("hook-bound=true")},
-	{Name: "ttl", Title: "+ α×IAT TTL", Settings: plus("holder-ttl-alpha=2")},
-	{Name: "board-resume", Title: "+ board resume", Settings: plus("board-resume=true")},
-	{Name: "pre-switch", Title: "+ pre-switch", Settings: plus("pre-switch=true")},
+	{Name: "today", Title: "today's gate", Settings: plus(), Core: fixedBound},
+	{Name: "switch-aware", Title: "+ switch-aware fills", Settings: plus("switch-cost=auto", "switch-aware=true"), Core: fixedBound},
+	{Name: "us-bound", Title: "+ µs bound", Settings: plus("hook-bound=true"), Core: fixedBound},
+	{Name: "ttl", Title: "+ α×IAT TTL", Settings: plus("holder-ttl-alpha=2"), Core: fixedBound},
+	{Name: "board-resume", Title: "+ board resume", Settings: plus("board-resume=true"), Core: fixedBound},
+	{Name: "pre-switch", Title: "+ pre-switch", Settings: plus("pre-switch=true"), Core: fixedBound},
+	{Name: "fixed-bound", Title: "fixed µs bound", Core: fixedBound},
 	{Name: VariantAll, Title: "all together", Settings: []string{"switch-cost=auto", "switch-aware=true", "hook-bound=true",
 		"holder-ttl-alpha=2", "board-resume=true"}},
 }
@@ -65,6 +74,9 @@ func (v Variant) Apply(c *Config) error {
 		if err := s.Set(c, val); err != nil {
 			return fmt.Errorf("variant %s: %w", v.Name, err)
 		}
+	}
+	if v.Core != nil {
+		v.Core(c)
 	}
 	return nil
 }

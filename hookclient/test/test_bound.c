@@ -58,6 +58,54 @@ int main(int argc, char **argv)
 	bv.next = FK_NEXT_NONE;
 	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == now, "none expected");
 
+	/* The bound that follows the slack (the daemon's fill_until and
+	 * budget on the board). Far from a predicted run, what ends by
+	 * fill_until goes however much is queued: 1.5 ms in flight, 300us more,
+	 * the run predicted 3 ms on. The fixed rule held it to the bound. */
+	now = 1000 * US;
+	bv = (fk_bound_view){.gpu = now + 1500 * US, .own = now + 1500 * US, .next = now + 3000 * US,
+			     .late = now + 3500 * US, .slack = 1, .until = now + 2950 * US, .budget = 200 * US};
+	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == now, "far: what ends by fill_until goes");
+	bv.slack = 0;
+	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) > now, "(the fixed rule held it back)");
+	bv.slack = 1;
+	/* Near: no room before fill_until; within the budget and ending by
+	 * next it goes, else it waits for the predicted start (not for the
+	 * window's end, as the fixed rule did). */
+	bv = (fk_bound_view){.gpu = now, .own = now, .next = now + 250 * US, .late = now + 900 * US, .slack = 1,
+			     .until = now + 200 * US, .budget = 200 * US};
+	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == now + 250 * US, "near: no room, waits until next");
+	bv.slack = 0;
+	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == now + 900 * US + 1, "(the fixed rule: until late)");
+	bv.slack = 1;
+	bv.gpu = bv.own = now + 2850 * US, bv.until = now + 2800 * US;
+	CHECK(fk_bound_until(&bv, now + 2700 * US, 50 * US, 200 * US) == now + 2700 * US,
+	      "near: within the budget, ending by next");
+	/* Due (next passed, before late): the budget, not nothing — the floor
+	 * that keeps the low priority going where windows keep closing. */
+	now = 1000 * US;
+	bv = (fk_bound_view){.gpu = now + 50 * US, .own = now + 50 * US, .next = now - 100 * US, .late = now + 900 * US,
+			     .slack = 1, .until = now - 150 * US, .budget = 200 * US};
+	CHECK(fk_bound_until(&bv, now, 100 * US, 200 * US) == now, "due: within the budget it goes");
+	CHECK(fk_bound_until(&bv, now, 180 * US, 200 * US) == now + 30 * US, "due: waits for room in the budget");
+	bv.gpu = bv.own = now;
+	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == now, "due: a kernel longer than the budget alone");
+	bv.slack = 0;
+	CHECK(fk_bound_until(&bv, now, 100 * US, 200 * US) == now + 900 * US + 1, "(the fixed rule: nothing while due)");
+	/* Unpredictable arrivals (no fill_until) and a better priority inside
+	 * its run: the budget alone, whatever next says. */
+	bv = (fk_bound_view){.gpu = now + 150 * US, .own = now + 150 * US, .next = now + 100 * US, .late = now + 500 * US,
+			     .slack = 1, .until = 0, .budget = 200 * US};
+	CHECK(fk_bound_until(&bv, now, 50 * US, 200 * US) == now, "unpredictable: the budget alone");
+	CHECK(fk_bound_until(&bv, now, 100 * US, 200 * US) == now + 50 * US, "unpredictable: waits for room");
+	bv.until = now + 2000 * US, bv.next = now + 2050 * US, bv.in_run = 1;
+	CHECK(fk_bound_until(&bv, now, 100 * US, 200 * US) == now + 50 * US, "in its run: the budget, not fill_until");
+	/* The daemon's budget, not the task's own bound. */
+	bv = (fk_bound_view){.gpu = now + 150 * US, .own = now + 150 * US, .slack = 1, .budget = 100 * US};
+	CHECK(fk_bound_until(&bv, now, 50 * US, 200 * US) == now + 100 * US, "the board's budget rules");
+	bv.budget = 0;
+	CHECK(fk_bound_until(&bv, now, 50 * US, 200 * US) == now, "a budget of 0: none published, the fixed rule");
+
 	/* Resume: on, the priority's turn, the better ones between runs. */
 	fk_resume_view v = {.on = 1, .task_ok = 1, .next = now + 2000 * US, .sw = 140 * US};
 	CHECK(fk_resume_ok(&v, 0, now, 100 * US), "a 2 ms gap pays for two switches and 100us");

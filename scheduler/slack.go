@@ -1,0 +1,43 @@
+package scheduler
+
+import "time"
+
+// This file is the daemon's side of the bound that follows the slack
+// (docs/scheduler.md "The bound follows the slack"): how much
+// lower-priority GPU time may be queued or running on a GPU, as a function
+// of the time left until a better priority is predicted to need it. The core
+// computes it and publishes it on the board (BoardHint.FillUntilNs,
+// BoundNs); the hooks only compare their device-time cursor against it
+// (hookclient/bound.h, fk_slack_until).
+
+// fillMargin is what lower-priority work leaves before a better priority's
+// predicted run: the launch of its first kernel and the error of the
+// cursor, a sum of mean durations. Not the switch back: a better priority
+// arriving pays it whether the fill ended at the margin or a switch earlier,
+// and the GPU would idle that long in every gap.
+const fillMargin = int64(50 * time.Microsecond)
+
+// slackHint sets h's bound that follows the slack for g, whose better
+// tasks are those of a priority better than worst: BoundNs, what their
+// arrival may meet (the in-flight budget); FillUntilNs, where h.NextNs is
+// their predicted next run and every one of them that is active arrives
+// periodically, that run less fillMargin — far from it the hooks may queue
+// what ends by then, not the bound at each launch. Unpredictable arrivals
+// (Poisson, bursty, not yet learned) leave it 0: the bound alone. Nothing
+// with FixedBound (the rule before: variants.go) or without the hooks'
+// bound.
+func (n *Node) slackHint(g *gpu, worst uint8, h *BoardHint) {
+	if n.cfg.FixedBound || !n.cfg.HookBound {
+		return
+	}
+	h.Slack, h.BoundNs = true, max(n.cfg.InflightBudget, 1)
+	if h.NextNs == 0 || h.NextNs == NoneExpected {
+		return
+	}
+	for _, t := range g.tasks {
+		if t.prio < worst && n.wants(t) && t.arr.class() != ArrivalsPeriodic {
+			return
+		}
+	}
+	h.FillUntilNs = max(h.NextNs-fillMargin, 1)
+}
