@@ -37,7 +37,7 @@ func ablationTable(p printer, scs []Scenario) {
 	}
 	p("### Ablations of the gate\n\n")
 	p("Each mechanism of switch-aware, time-bounded gating (docs/scheduler.md \"Switches, bounds and arrivals\"; " +
-		"`scheduler.Variants`) alone on top of today's gate, and all together (fikit's defaults), in the same run. " +
+		"`bench/variant`) alone on top of today's gate, and all together (fikit's defaults), in the same run. " +
 		"*GPU p99*: the HP's blocked time at its p99 run over its p50 alone; *LP*: its runs per second inside the " +
 		"HP's span.\n\n")
 	p("%s", "| workload | gate | HP p50 × alone | HP p99 × alone p50 | HP p99 × alone p99 | GPU p99 | LP % of alone | LP % of sharing | fill |\n"+

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/fikit/fikit/bench/harness"
-	"github.com/fikit/fikit/scheduler"
+	variants "github.com/fikit/fikit/bench/variant"
 )
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
@@ -505,8 +505,8 @@ func TestWorkloadPlan(t *testing.T) {
 			}
 		}
 	}
-	if len(ablationModes) != len(scheduler.Variants) || !slices.Contains(ablationModes, ModeFikit) {
-		t.Errorf("ablation modes %v for %d variants", ablationModes, len(scheduler.Variants))
+	if len(ablationModes) != len(variants.Variants) || !slices.Contains(ablationModes, ModeFikit) {
+		t.Errorf("ablation modes %v for %d variants", ablationModes, len(variants.Variants))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fikit/fikit/bench/harness"
+	variants "github.com/fikit/fikit/bench/variant"
 	"github.com/fikit/fikit/scheduler"
 )
 
@@ -44,19 +45,19 @@ var (
 	controlModes = append(append([]string(nil), colocModes...), ModeFikitCPU)
 )
 
-// ablationModes are the gate's ablations (scheduler.Variants) as mode rows,
+// ablationModes are the gate's ablations (variants.Variants) as mode rows,
 // in the variants' order: fikit under a daemon with the variant's settings.
 // The variant "all" is the defaults, ModeFikit itself, and not run twice.
 var ablationModes = func() []string {
 	var names []string
-	for _, v := range scheduler.Variants {
-		if v.Name == scheduler.VariantAll {
+	for _, v := range variants.Variants {
+		if v.Name == variants.All {
 			names = append(names, ModeFikit)
 			continue
 		}
 		modeSpecs = append(modeSpecs, modeSpec{Name: ablationMode(v.Name), Title: "fikit, " + v.Title, Hooked: true,
 			Scheduler: func(c *scheduler.Config) {
-				// The variants' settings are checked by the scheduler's
+				// The variants' settings are checked by their package's
 				// tests: an error here is a bug there.
 				if err := v.Apply(c); err != nil {
 					panic(err)

@@ -1,13 +1,21 @@
 package bench
 
-import "github.com/fikit/fikit/scheduler"
+import (
+	variants "github.com/fikit/fikit/bench/variant"
+	"github.com/fikit/fikit/scheduler"
+)
 
 // ModeFikitPreSwitch is fikit with the pre-switch on (docs/scheduler.md "The
 // pre-switch"), under a daemon of its own: the workloads run it beside
 // fikit with it off, the default.
 const ModeFikitPreSwitch = "fikit_pre_switch"
 
-func preSwitchOn(c *scheduler.Config) { c.PreSwitch = true }
+func preSwitchOn(c *scheduler.Config) {
+	v, _ := variants.Lookup(variants.PreSwitchOn)
+	if err := v.Apply(c); err != nil {
+		panic(err) // the variant's own tests check it
+	}
+}
 
 // lpRate is a mode's LP runs per second of the HP's span (0: not measured).
 func lpRate(m *ModeResult) float64 {
@@ -33,7 +41,7 @@ func preSwitchSection(p printer, res *Results) {
 		return
 	}
 	p("## Pre-switch — off vs on (gain by construction on simgpu)\n\n")
-	p("The same workloads under fikit with `--pre-switch` off (the default) and on: ahead of the HP's predicted " +
+	p("The same workloads under fikit with the pre-switch off (the default) and on (variant `fikit+pre-switch`): ahead of the HP's predicted " +
 		"request the LP stops, the HP's hook makes its context resident, and the request pays no switch " +
 		"(docs/scheduler.md \"The pre-switch\"). **On simgpu the gain is by construction**: its device keeps an idle " +
 		"context resident until another submits, as an H200 does (docs/bench.md \"On a real GPU\"); " +

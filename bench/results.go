@@ -1,12 +1,11 @@
 package bench
 
 import (
-	"math"
 	"slices"
-	"sort"
 
 	"github.com/fikit/fikit/bench/harness"
 	"github.com/fikit/fikit/bench/sim"
+	"github.com/fikit/fikit/internal/stats"
 )
 
 // Sections of the evaluation, as Scenario.Section names them.
@@ -382,25 +381,9 @@ func Summarize(jcts []int64, elapsedNs int64) JCT {
 	if len(jcts) == 0 {
 		return j
 	}
-	v := append([]int64(nil), jcts...)
-	sort.Slice(v, func(a, b int) bool { return v[a] < v[b] })
-	q := func(p float64) float64 {
-		i := int(math.Ceil(p*float64(len(v)))) - 1
-		return float64(v[min(max(i, 0), len(v)-1)])
-	}
-	j.P50, j.P99 = q(0.5), q(0.99)
-	var ss float64
-	for _, x := range v {
-		j.Mean += float64(x)
-	}
-	j.Mean /= float64(len(v))
-	for _, x := range v {
-		d := float64(x) - j.Mean
-		ss += d * d
-	}
-	if j.Mean > 0 {
-		j.CV = math.Sqrt(ss/float64(len(v))) / j.Mean
-	}
+	v := slices.Sorted(slices.Values(jcts))
+	j.P50, j.P99 = float64(stats.QuantileSorted(v, 0.5)), float64(stats.QuantileSorted(v, 0.99))
+	j.Mean, j.CV = stats.MeanCV(v)
 	if elapsedNs > 0 {
 		j.Rate = float64(len(v)) / (float64(elapsedNs) / 1e9)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fikit/fikit/bench/harness"
+	"github.com/fikit/fikit/internal/stats"
 	"github.com/fikit/fikit/scheduler"
 )
 
@@ -96,8 +97,8 @@ func (r *runner) overhead1(ctx context.Context, d *harness.Daemon, s svc, sec st
 		test = append(test, h.JCTs()...)
 	}
 	ov.Base, ov.Test = Summarize(base, 0), Summarize(test, 0)
-	ov.PctP50, ov.PctMean = median(ov.PerRep), median(ov.PerRepMean)
-	ov.NoisePct, ov.NoiseMeanPct = median(noise), median(noiseMean)
+	ov.PctP50, ov.PctMean = stats.Median(ov.PerRep), stats.Median(ov.PerRepMean)
+	ov.NoisePct, ov.NoiseMeanPct = stats.Median(noise), stats.Median(noiseMean)
 	return ov, nil
 }
 

@@ -3,9 +3,9 @@ package bench
 import (
 	"fmt"
 	"math"
-	"sort"
 
 	"github.com/fikit/fikit/bench/harness"
+	"github.com/fikit/fikit/internal/stats"
 )
 
 // ComputeSummary derives the contract's numbers from the scenarios. Each is
@@ -263,7 +263,7 @@ func medians(scs []Scenario) map[string]*float64 {
 	}
 	out := map[string]*float64{}
 	for k, v := range vals {
-		out[k] = ptr(median(v))
+		out[k] = ptr(stats.Median(v))
 	}
 	return out
 }
@@ -295,20 +295,6 @@ func minOf(v []float64) *float64 {
 		m = math.Min(m, x)
 	}
 	return ptr(m)
-}
-
-// median of v (the mean of the middle two for an even count); NaN if empty.
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // fmtPtr formats an optional number.

@@ -42,7 +42,7 @@ func TestRemoteDatagramsNeedTheKey(t *testing.T) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.handle(b, src)
-		s.flush()
+		s.sendReady()
 		var out [][]byte
 		for _, d := range s.out {
 			if d.Addr == src {

@@ -1,6 +1,8 @@
 // Package daemon is `fikit serve`: it owns the UDP socket, the clock and the
 // profile store, and drives the pure scheduling core (package scheduler) with
-// the messages hooks send. One goroutine reads datagrams and feeds the core.
+// the messages hooks send. One goroutine reads datagrams and takes each down
+// intake (intake.go), the loop that steps the core (loop.go) and sending
+// (send.go).
 // Whatever else must reach the core — its deadline (a ppoll thread, see
 // timer.go), the exit of a hooked process (exitwatch.go) — expires the
 // socket's read deadline, which returns that goroutine's read at once.
@@ -12,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -97,6 +98,7 @@ type Server struct {
 	// outBuf and out collect the replies of one batch for one sendmmsg.
 	outBuf     []byte
 	out        []udp.Datagram
+	evs        []event  // what intake made of a datagram, reused
 	kernels    []uint64 // a LaunchBatch's launches, reused
 	times      []int64
 	deadline   int64 // core time of the read deadline currently set (0: none)
@@ -239,9 +241,6 @@ var monoStart, monoBase = func() (time.Time, int64) {
 	return time.Now(), ts.Nano()
 }()
 
-// maxDrainBatches bounds how many batches drainQueue reads before a tick.
-const maxDrainBatches = 16
-
 // minReadBuffer is the receive buffer below which the daemon warns: 64
 // clients' launch reports while the daemon waits for a CPU.
 const minReadBuffer = 1 << 20
@@ -281,129 +280,6 @@ func (s *Server) Run(ctx context.Context) error {
 	close(done)
 	s.shutdown()
 	return err
-}
-
-// loop reads datagrams in batches. Each datagram is handled under the lock
-// (the admin socket reads status concurrently); the decisions of a batch are
-// sent together with one sendmmsg.
-func (s *Server) loop(ctx context.Context) error {
-	handle := func(p []byte, from netip.AddrPort) {
-		s.mu.Lock()
-		if s.deadline != 0 && s.now() >= s.deadline {
-			// A steady stream of datagrams never lets the read time out:
-			// time-driven decisions must not wait for a quiet moment.
-			s.step(scheduler.Tick{Now: s.now(), Heard: s.heard}, netip.AddrPort{})
-			s.deadline = 0
-		}
-		s.handle(p, from)
-		s.mu.Unlock()
-	}
-	for {
-		// Before every read, not only after one: the shutdown wakes the
-		// loop with a read deadline in the past, which the deadline case
-		// below clears if the timer's wake-up came first; the read after
-		// it would then wait for a datagram that may never come.
-		if ctx.Err() != nil {
-			return nil
-		}
-		// heard (see scheduler.Tick): a read that found the queue empty
-		// after its batch has read everything that arrived before it began.
-		began := s.now()
-		n, err := s.conn.Read(handle)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err == nil && s.conn.Drained(n) {
-			s.mu.Lock()
-			s.heard = began
-			s.mu.Unlock()
-		}
-		if err != nil {
-			switch {
-			case errors.Is(err, os.ErrDeadlineExceeded):
-				if s.onDeadlineRead != nil {
-					s.onDeadlineRead()
-				}
-				// The deadline timer fired: clear the expired deadline
-				// first, so a timer firing meanwhile is seen by this tick.
-				_ = s.conn.SetReadDeadline(time.Time{})
-				// A read past its deadline reads nothing: what is queued
-				// (a stalled daemon's backlog) is read before time is
-				// judged.
-				s.drainQueue(handle)
-				s.mu.Lock()
-				s.step(scheduler.Tick{Now: s.now(), Heard: s.heard}, netip.AddrPort{})
-				s.mu.Unlock()
-			case errors.Is(err, net.ErrClosed):
-				return fmt.Errorf("socket closed: %w", err)
-			default:
-				// ICMP errors from a vanished hook surface here: not fatal.
-				s.log.Debug("read", "err", err)
-			}
-		}
-		if s.beforeReap != nil {
-			s.beforeReap()
-		}
-		// A hook says Goodbye before its process ends: what is queued now
-		// is read before an exit is judged, or a busy daemon takes every
-		// normal end for one without Goodbye.
-		if s.exits.pending() {
-			s.drainQueue(handle)
-		}
-		s.mu.Lock()
-		s.reapExited()
-		s.flush()
-		s.mu.Unlock()
-		s.sendBatch()
-	}
-}
-
-// drainQueue reads the datagrams queued now, and records that the daemon
-// has heard everything up to when it found the queue empty. Under a flood
-// that never lets the queue empty it gives up after maxDrainBatches: the
-// time-driven decisions go ahead, and no task's silence is judged by a
-// backlog the daemon has not read.
-func (s *Server) drainQueue(handle func([]byte, netip.AddrPort)) {
-	for range maxDrainBatches {
-		began := s.now()
-		_, drained, err := s.conn.ReadQueued(handle)
-		if err != nil {
-			return
-		}
-		if drained {
-			s.mu.Lock()
-			s.heard = began
-			s.mu.Unlock()
-			return
-		}
-	}
-}
-
-// reapExited removes the tasks whose processes ended, and tells the core
-// which ones are watched. Called with mu held.
-func (s *Server) reapExited() {
-	for _, w := range s.exits.takeStarted() {
-		ta := s.tasks[w.id]
-		if ta == nil {
-			continue
-		}
-		ta.watched = w.err == nil
-		ta.proven = w.err == nil
-		if w.err != nil {
-			s.log.Info("task not watched: its exit is seen by its missing heartbeats only", "task", w.id, "key", ta.key, "err", w.err)
-		}
-		s.step(scheduler.TaskWatched{Now: s.now(), Task: w.id, Watched: ta.watched}, netip.AddrPort{})
-	}
-	for _, e := range s.exits.takeExited() {
-		ta := s.tasks[e.id]
-		if ta == nil {
-			continue // it said goodbye meanwhile
-		}
-		if s.step(scheduler.TaskLeft{Now: s.now(), Task: e.id}, netip.AddrPort{}) {
-			s.log.Info("task exited without goodbye", "task", e.id, "key", ta.key, "pid", e.pid)
-		}
-		s.removeTask(e.id)
-	}
 }
 
 func (s *Server) shutdown() {

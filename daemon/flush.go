@@ -28,17 +28,15 @@ type flushReq struct {
 // hook times out and reports the flush not done).
 const maxFlushes = 1024
 
-// flushRequested notes a Flush; it is answered when what came before it is
-// durable (answerFlushes, after the batch).
-func (s *Server) flushRequested(m *udp.Flush, src netip.AddrPort, now int64) {
-	id := scheduler.TaskID(m.TaskID)
-	if !s.step(scheduler.Heartbeat{Now: now, Task: id}, src) {
-		return // unknown task: told to register again; its earlier runs are gone
-	}
+// flushRequested notes the Flush seq of a task the core knows (its
+// Heartbeat was taken: an unknown task was told to register again, its
+// earlier runs gone); it is answered when what came before it is durable
+// (answerFlushes, after the batch).
+func (s *Server) flushRequested(id scheduler.TaskID, seq uint32, src netip.AddrPort) {
 	if len(s.flushes) == maxFlushes {
 		s.flushes = s.flushes[1:]
 	}
-	s.flushes = append(s.flushes, flushReq{task: id, seq: m.Seq, src: src})
+	s.flushes = append(s.flushes, flushReq{task: id, seq: seq, src: src})
 }
 
 // answerFlushes answers the flushes whose tasks' runs are decided and

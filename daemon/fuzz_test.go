@@ -58,11 +58,11 @@ func FuzzHandle(f *testing.F) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.handle(b, src)
-		s.flush()
+		s.sendReady()
 		s.out, s.outBuf = s.out[:0], s.outBuf[:0]
 		// Still serving: a registration is acknowledged.
 		s.handle(reg, src)
-		s.flush()
+		s.sendReady()
 		acked := false
 		for _, d := range s.out {
 			if m, err := udp.Decode(d.Payload); err == nil && m.Type() == udp.TypeRegisterAck {

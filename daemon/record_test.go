@@ -54,7 +54,7 @@ func (s *Server) feed(t *testing.T, src netip.AddrPort, ms ...udp.Message) []udp
 		}
 		s.handle(b, src)
 	}
-	s.flush()
+	s.sendReady()
 	var out []udp.Message
 	for _, d := range s.out {
 		m, err := udp.Decode(d.Payload)
@@ -67,10 +67,11 @@ func (s *Server) feed(t *testing.T, src netip.AddrPort, ms ...udp.Message) []udp
 	return out
 }
 
-func (s *Server) tick() {
+// tickAndSend steps a Tick and sends what the core decided.
+func (s *Server) tickAndSend() {
 	s.mu.Lock()
-	s.step(scheduler.Tick{Now: s.now()}, netip.AddrPort{})
-	s.flush()
+	s.step(event{core: scheduler.Tick{Now: s.now()}})
+	s.sendReady()
 	s.out, s.outBuf = s.out[:0], s.outBuf[:0]
 	s.mu.Unlock()
 }

@@ -46,8 +46,8 @@ func (s *Server) holdPlaces() {
 		ev.Tasks = append(ev.Tasks, scheduler.KnownTask{Key: k.TaskKey, PID: k.PID, Priority: k.Priority, GPU: k.GPU})
 		keys = append(keys, k.TaskKey)
 	}
-	if err := s.core.Step(ev); err != nil {
-		s.log.Error("the roster: no places held for the tasks known before", "err", err)
+	if !s.step(event{core: ev}) { // why: logged by refused
+		s.log.Error("the roster: no places held for the tasks known before")
 		return
 	}
 	s.log.Info("holding the places of the tasks known before the restart until they register again",

@@ -78,12 +78,13 @@ static inline uint64_t fk_within_bound(const fk_bound_view *v, uint64_t now, uin
  * as fits before its predicted run, not a fixed bound at each launch: on a
  * busy host every wait for room is a sleep that wakes late, with the GPU
  * idle — or, near next, what stays within the budget and ends by next.
- * From next on (its run due or late), inside its run, and where its
- * arrivals are not predictable: within the budget (a kernel longer than
- * it alone), so a late arrival meets at most that; the fixed rule let
- * nothing go from next to late, and on a busy host, whose delays widen
- * that window and move the daemon's own prediction, a granted launch slept
- * through it and the better priority's run. */
+ * While its run is due (next to late) nothing, as the fixed rule — but
+ * the daemon caps late at a share of the better priority's interval (a
+ * busy host widens the window to milliseconds: the floor that keeps the
+ * low priority going where windows keep closing). Past it (a late
+ * arrival), inside its run, and where its arrivals are not predictable:
+ * within the budget (a kernel longer than it alone), so a late arrival
+ * meets at most that. */
 static inline uint64_t fk_slack_until(const fk_bound_view *v, uint64_t now, uint64_t dur)
 {
 	uint64_t b = v->budget;
@@ -96,6 +97,8 @@ static inline uint64_t fk_slack_until(const fk_bound_view *v, uint64_t now, uint
 				return fk_within_bound(v, now, dur, b);
 			return v->next; /* no room before it: the due rule from then */
 		}
+		if (now <= v->late)
+			return v->late + 1; /* due: nothing (the daemon caps how long) */
 	}
 	return fk_within_bound(v, now, dur, b);
 }

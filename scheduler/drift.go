@@ -322,3 +322,30 @@ func (n *Node) finishRefresh(t *task) {
 // refreshing reports whether t is being profiled again after a drift: its
 // in-run gaps, predicted by the stale profile, are not filled meanwhile.
 func (t *task) refreshing() bool { return t.prof != nil && t.prof.refresh }
+
+// DriftCounters (drift.go): sampled runs compared with their profiles,
+// sampled runs not clean enough to compare, checked runs (sampled or by
+// their kernel IDs) that mismatched, drifts found (by check), and profiles
+// built again after one.
+type DriftCounters struct {
+	DriftSamples        uint64 `json:"drift_samples"`
+	DriftSamplesUnclean uint64 `json:"drift_samples_unclean"`
+	DriftMismatches     uint64 `json:"drift_mismatches"`
+	DriftEvents         uint64 `json:"drift_events"`
+	DriftKernelEvents   uint64 `json:"drift_kernel_events"`
+	DriftTimingEvents   uint64 `json:"drift_timing_events"`
+	ProfilesRefreshed   uint64 `json:"profiles_refreshed"`
+}
+
+const driftEventsHelp = "Tasks found drifting from their profiles (then profiled again), by check."
+
+var driftMetrics = []Metric{
+	{Name: "fikit_drift_samples_total", Help: "Sampled sharing-phase runs compared with their profiles.", Value: func(s *Stats) float64 { return count(s.DriftSamples) }},
+	{Name: "fikit_drift_mismatches_total", Help: "Checked runs that did not match their profiles (kernel IDs, durations or fillable gaps).",
+		Value: func(s *Stats) float64 { return count(s.DriftMismatches) }},
+	{Name: "fikit_drift_events_total", Help: driftEventsHelp, Labels: map[string]string{"kind": DriftKernels},
+		Value: func(s *Stats) float64 { return count(s.DriftKernelEvents) }},
+	{Name: "fikit_drift_events_total", Help: driftEventsHelp, Labels: map[string]string{"kind": DriftTiming},
+		Value: func(s *Stats) float64 { return count(s.DriftTimingEvents) }},
+	{Name: "fikit_profiles_refreshed_total", Help: "Profile versions completed after a drift.", Value: func(s *Stats) float64 { return count(s.ProfilesRefreshed) }},
+}

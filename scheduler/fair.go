@@ -67,8 +67,14 @@ func (n *Node) billLaunch(t *task, dur int64) {
 	}
 }
 
-// billMeasured charges t with the measured durations of its kernels.
+// billMeasured charges t with the measured durations of its kernels, where
+// its launches were not charged when launched: a sharing task's were
+// (billLaunch), and the runs its hook samples for drift, or measures again
+// for a refreshed profile, are of those launches.
 func (n *Node) billMeasured(t *task, e MeasurementsReceived) {
+	if t.phase == PhaseSharing {
+		return
+	}
 	for _, r := range e.Records {
 		n.bill(t, int64(min(r.DurationNs, uint64(1)<<40)), true)
 	}
@@ -173,79 +179,81 @@ func (n *Node) fairTurn(g *gpu, p int) (*task, int64) {
 
 // fairPrioFit is the fair policy's window row: BestPrioFit across
 // priorities, turns among equals.
-func (n *Node) fairPrioFit(g *gpu, room int64, idle bool) *request {
-	return n.fairFit(g, room, idle, true)
+func (n *Node) fairPrioFit(l *lineup, room int64, idle bool) *cand {
+	return n.fairFit(l, room, idle, true)
 }
 
 // fairFirstFit is the fair policy's idle row: first fit in priority and
 // arrival order, turns among equals.
-func (n *Node) fairFirstFit(g *gpu, room int64, idle bool) *request {
-	return n.fairFit(g, room, idle, false)
+func (n *Node) fairFirstFit(l *lineup, room int64, idle bool) *cand {
+	return n.fairFit(l, room, idle, false)
 }
 
 // fairFit picks from the highest priority below the holders' whose turn
-// task has a kernel that fits room: its longest such kernel (longest) or
-// its earliest. A turn task with waiting kernels none of which fits lets
-// another task of its priority within the lag (or beyond, once the turn's
-// kernels starve) go out of turn, one kernel without credit (r.solo), in
-// room it could not use; a turn task with
-// nothing waiting (between launches, or running on credit) is waited for,
-// by the tasks of its priority. A kernel passed over more than SkipLimit
-// times goes first, unless its task is more than the lag ahead (then it
-// waits its turn, which comes).
-func (n *Node) fairFit(g *gpu, room int64, idleGPU, longest bool) *request {
-	hp := int(n.holderPrio(g))
-	fits := func(r *request) bool { return r.est <= room && g.mayFill(r) }
-	for p := hp + 1; p < len(g.queues); p++ {
-		for i, r := range g.queues[p] {
-			if r.skips > n.cfg.SkipLimit && (fits(r) || idleGPU && g.mayFill(r)) && n.withinLag(r.t) {
-				n.take(g, p, i)
-				return r
+// task has an admitted kernel that fits room: its longest such kernel
+// (longest) or its earliest. A turn task with waiting kernels none of which
+// fits (or none of which the gates admit) lets another task of its priority
+// within the lag (or beyond, once the turn's kernels starve) go out of
+// turn, one kernel without credit (r.solo), in room it could not use; a
+// turn task with nothing waiting (between launches, or running on credit)
+// is waited for, by the tasks of its priority. A starving kernel goes
+// first, unless its task is more than the lag ahead (then it waits its
+// turn, which comes).
+func (n *Node) fairFit(l *lineup, room int64, idleGPU, longest bool) *cand {
+	g := l.g
+	for p := l.hp + 1; p < len(l.q); p++ {
+		for k := range l.q[p] {
+			c := &l.q[p][k]
+			if c.starving && (c.r.est <= room || idleGPU) && n.withinLag(c.r.t) {
+				return c
 			}
 		}
 	}
-	for p := hp + 1; p < len(g.queues); p++ {
-		q := g.queues[p]
-		if len(q) == 0 {
+	for p := l.hp + 1; p < len(g.queues); p++ {
+		if len(g.queues[p]) == 0 {
 			continue
 		}
 		turn, least := n.fairTurn(g, p)
-		best, waits, starving := -1, false, false
-		for i, r := range q {
-			if r.t != turn {
-				continue
-			}
-			waits = true
-			starving = starving || r.skips > n.cfg.SkipLimit
-			if fits(r) && (best < 0 || longest && r.est > q[best].est) {
-				best = i
+		// Whether the turn's task waits, and starves, is over all its
+		// waiting kernels, admitted or not: its turn is its own.
+		waits, starving := false, false
+		for _, r := range g.queues[p] {
+			if r.t == turn {
+				waits = true
+				starving = starving || n.starving(r)
 			}
 		}
-		if best < 0 && waits {
+		var best *cand
+		for k := range l.q[p] {
+			c := &l.q[p][k]
+			if c.r.t == turn && c.r.est <= room && (best == nil || longest && c.r.est > best.r.est) {
+				best = c
+			}
+		}
+		if best == nil && waits {
 			// Out of turn: room the turn's kernels do not fit. Within the
 			// lag; beyond it too once they have not fitted for SkipLimit
 			// opportunities (kernels longer than the gaps on offer): the
 			// room would go unused while its task waits for room that
 			// fits, which the others do not take from it.
-			for i, r := range q {
-				if r.t == turn || !fits(r) || !starving && r.t.vt > least+n.cfg.FairLag {
+			for k := range l.q[p] {
+				c := &l.q[p][k]
+				if c.r.t == turn || c.r.est > room || !starving && c.r.t.vt > least+n.cfg.FairLag {
 					continue
 				}
-				if best < 0 || r.t.vt < q[best].t.vt {
-					best = i
+				if best == nil || c.r.t.vt < best.r.t.vt {
+					best = c
 				}
 			}
-			if best >= 0 {
-				q[best].solo = true
+			if best != nil {
+				best.r.solo = true
 			}
 		}
-		if best >= 0 {
-			r := q[best]
-			if n.fairDefers(g, r.t) {
+		if best != nil {
+			if n.fairDefers(g, best.r.t) {
 				return nil
 			}
-			n.take(g, p, best)
-			return r
+			return best
 		}
 	}
 	return nil
@@ -399,4 +407,17 @@ func (n *Node) fairDeadline(g *gpu) int64 {
 		}
 	}
 	return d
+}
+
+// FairCounters: turns and throttles among equals (fair.go).
+type FairCounters struct {
+	FairTurns     uint64 `json:"fair_turns"`     // the turn among waiters of one priority moved
+	FairThrottles uint64 `json:"fair_throttles"` // a holder ran the lag ahead of its equals and waited
+}
+
+var fairMetrics = []Metric{
+	{Name: "fikit_fair_turns_total", Help: "Turns among waiting tasks of one priority that passed to another task (each a context switch between them).",
+		Value: func(s *Stats) float64 { return count(s.FairTurns) }},
+	{Name: "fikit_fair_throttles_total", Help: "Holders that ran the fair lag ahead of their equals and waited for them.",
+		Value: func(s *Stats) float64 { return count(s.FairThrottles) }},
 }

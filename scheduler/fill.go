@@ -26,9 +26,20 @@ func (n *Node) notified(t *task, seq uint32, kernel uint64, at int64) {
 	if l := t.launchRec(seq); l != nil {
 		// It was asked for, and went before its grant (on the board's
 		// word, or failing open): it was let go at at.
+		granted := l.asked && l.released != 0
 		l.released = mini(l.released, at)
 		if l.released == 0 {
 			l.released = at
+		}
+		if granted {
+			// Its grant and this report crossed: the hook launched it
+			// before the grant reached it, and the grant already billed
+			// it and counted it as predicted work. The same launch, not
+			// one on credit (scenario account_grant_crosses_report).
+			t.gpu.lpLast = t
+			n.waiterRunStart(t, seq, at)
+			t.lastLaunch = maxi(t.lastLaunch, at)
+			return
 		}
 	} else {
 		n.noteLaunch(t, seq, at, 0, kernel)
@@ -353,8 +364,8 @@ func (n *Node) updateWindow(g *gpu) {
 		w.start = maxi(w.start, h.busyUntil)
 		w.end = mini(w.end, h.nextLaunch)
 	}
-	if stop := n.preSwitchStop(g); w.open && stop > 0 {
-		w.end = mini(w.end, stop) // the low priority off the device for a warm-up
+	if stop, _ := n.stopAt(g); w.open && stop > 0 {
+		w.end = mini(w.end, stop) // a gate wants the low priority off the device
 	}
 	// A window whose end has passed is none: the holder is late, not idle
 	// (counting it would add an opportunity, and a record, per report).
@@ -414,16 +425,9 @@ func (n *Node) idleThreshold(h *task) int64 {
 
 // schedule grants what g's state allows now.
 func (n *Node) schedule(g *gpu) {
-	n.maybeCalibrate(g)
-	g.held = n.calibrating(g)
-	n.preSwitchStep(g)
-	if g.waiting() == 0 || n.preSwitchHolds(g) || g.awaitedBetter() {
+	n.stepGates(g)
+	if g.waiting() == 0 || n.shut(g) {
 		return
-	}
-	for _, h := range g.tasks {
-		if h.role == RoleHolder && h.phase == PhaseProfiling {
-			return // the holder is being measured: hold everyone else
-		}
 	}
 	now := n.now
 	if g.window.open && now >= g.window.end {
@@ -531,21 +535,11 @@ func (n *Node) profilingRun(g *gpu) *task {
 	return m
 }
 
-// mayFill reports whether r may be granted while g.measuring's profiling
-// run lasts, and g.held is not being calibrated.
-func (g *gpu) mayFill(r *request) bool {
-	if r.t == g.held {
-		return false
-	}
-	m := g.measuring
-	return m == nil || r.t == m || r.t.prio < m.prio
-}
-
 // fillWindow is FIKIT's gap filling (Algorithm 1): grant the waiting kernels
 // the fill policy picks (BestPrioFit, Algorithm 2, by default) into the
 // predicted gap.
 func (n *Node) fillWindow(g *gpu) {
-	g.measuring = n.profilingRun(g)
+	n.armGates(g)
 	w := g.window
 	if !n.windowStarting(g) {
 		return // the holders' work still runs: wait for it to drain (deadline)
@@ -577,7 +571,7 @@ func (n *Node) fillWindow(g *gpu) {
 			start += sw // switching to the low-priority context
 		}
 		room := w.end - start
-		r := n.policy.window(n, g, room, false)
+		r := n.rank(g, n.policy.window, room, false)
 		if r == nil {
 			n.passOver(g)
 			return
@@ -624,23 +618,23 @@ func (n *Node) resumed(t *task, seq uint32) bool {
 // long it lasts, and a holder idle between bursts of runs stopped
 // everyone whose kernels were longer than the cap (scenario idle_oversize).
 func (n *Node) fillIdle(g *gpu) {
-	g.measuring = n.profilingRun(g)
+	n.armGates(g)
 	for {
 		backlog := maxi(0, g.lpBusyUntil-n.now) + g.reservedNs
 		room := g.idleCap - backlog
-		stop := n.preSwitchStop(g)
+		stop, _ := n.stopAt(g)
 		if stop > 0 {
 			room = mini(room, stop-maxi(n.now, g.lpBusyUntil)-g.reservedNs)
 		}
-		r := n.policy.idle(n, g, room, backlog == 0)
+		r := n.rank(g, n.policy.idle, room, backlog == 0)
 		if r == nil && backlog == 0 && stop == 0 && n.idleStarves(g) {
-			r = n.policy.idle(n, g, math.MaxInt64, true)
+			r = n.rank(g, n.policy.idle, math.MaxInt64, true)
 		}
 		if r == nil && backlog == 0 && n.cfg.HookBound {
 			// A kernel longer than the cap runs alone (as a hook's
 			// bound lets it), where no holder is predicted back within
 			// its time.
-			r = n.policy.idle(n, g, n.roomBeforeNext(g), true)
+			r = n.rank(g, n.policy.idle, n.roomBeforeNext(g), true)
 		}
 		if r == nil {
 			n.passOver(g)
@@ -678,8 +672,8 @@ func (n *Node) roomBeforeNext(g *gpu) int64 {
 	if next != math.MaxInt64 {
 		room = next - n.now - n.switchCost(g)
 	}
-	if stop := n.preSwitchStop(g); stop > 0 {
-		room = mini(room, stop-n.now) // the low priority off the device for a warm-up
+	if stop, _ := n.stopAt(g); stop > 0 {
+		room = mini(room, stop-n.now) // a gate wants the low priority off the device
 	}
 	return room
 }
@@ -699,63 +693,54 @@ func (n *Node) idleStarves(g *gpu) bool {
 	return at > 0 && n.now >= at
 }
 
-// bestPrioFit picks from the highest non-empty priority the waiting kernel
-// with the longest predicted duration that fits room; a kernel passed over
-// more than SkipLimit times goes first if it fits. It removes the choice
-// from its queue, and counts a skip for every kernel left behind.
-func (n *Node) bestPrioFit(g *gpu, room int64, _ bool) *request {
-	hp := n.holderPrio(g)
-	var best *request
-	bestP, bestI := 0, 0
-	for p := int(hp) + 1; p < len(g.queues) && best == nil; p++ {
-		for i, r := range g.queues[p] {
-			if r.est > room || !g.mayFill(r) {
+// bestPrioFit picks from the highest priority with an admitted kernel that
+// fits room the one with the longest predicted duration; a starving kernel
+// goes first if it fits.
+func (n *Node) bestPrioFit(l *lineup, room int64, _ bool) *cand {
+	var best *cand
+	for p := l.hp + 1; p < len(l.q) && best == nil; p++ {
+		for k := range l.q[p] {
+			c := &l.q[p][k]
+			if c.r.est > room {
 				continue
 			}
-			urgent := r.skips > n.cfg.SkipLimit
 			switch {
 			case best == nil:
-			case urgent && best.skips <= n.cfg.SkipLimit:
-			case urgent == (best.skips > n.cfg.SkipLimit) && r.est > best.est:
+			case c.starving && !best.starving:
+			case c.starving == best.starving && c.r.est > best.r.est:
 			default:
 				continue
 			}
-			best, bestP, bestI = r, p, i
+			best = c
 		}
 	}
 	// A starving kernel of lower priority that fits beats the rest.
-	if best == nil || best.skips <= n.cfg.SkipLimit {
-		for p := int(hp) + 1; p < len(g.queues); p++ {
-			for i, r := range g.queues[p] {
-				if r.skips > n.cfg.SkipLimit && r.est <= room && g.mayFill(r) && (best == nil || best.skips <= n.cfg.SkipLimit) {
-					best, bestP, bestI = r, p, i
+	if best == nil || !best.starving {
+		for p := l.hp + 1; p < len(l.q); p++ {
+			for k := range l.q[p] {
+				if c := &l.q[p][k]; c.starving && c.r.est <= room && (best == nil || !best.starving) {
+					best = c
 				}
 			}
 		}
 	}
-	if best == nil {
-		return nil
-	}
-	n.take(g, bestP, bestI)
 	return best
 }
 
 // firstFit picks, in priority order and arrival order within a priority
-// (starving kernels first), the first waiting kernel that fits room. With
+// (starving kernels first), the first admitted kernel that fits room. With
 // idleGPU, a starving kernel goes even if it does not fit: otherwise a kernel
 // longer than any budget would never run.
-func (n *Node) firstFit(g *gpu, room int64, idleGPU bool) *request {
-	hp := n.holderPrio(g)
+func (n *Node) firstFit(l *lineup, room int64, idleGPU bool) *cand {
 	for pass := 0; pass < 2; pass++ {
-		for p := int(hp) + 1; p < len(g.queues); p++ {
-			for i, r := range g.queues[p] {
-				starving := r.skips > n.cfg.SkipLimit
-				if pass == 0 && !starving || !g.mayFill(r) {
+		for p := l.hp + 1; p < len(l.q); p++ {
+			for k := range l.q[p] {
+				c := &l.q[p][k]
+				if pass == 0 && !c.starving {
 					continue
 				}
-				if r.est <= room || (idleGPU && starving) {
-					n.take(g, p, i)
-					return r
+				if c.r.est <= room || (idleGPU && c.starving) {
+					return c
 				}
 			}
 		}

@@ -132,16 +132,7 @@ func (n *Node) BoardHints(dst []BoardHint) []BoardHint {
 				break
 			}
 		}
-		if stop := n.preSwitchStop(g); stop > 0 {
-			// A pre-switch: the holder is back, for the low priorities,
-			// when their work must be off the device (a time past is as
-			// unknown: no liberty taken while they are stopped).
-			// The run is imminent from then until the guard ends.
-			if h.NextNs != 0 {
-				h.NextNs, h.NextLateNs = mini(h.NextNs, stop), maxi(h.NextLateNs, n.preSwitchUntil(g))
-			}
-			h.Resume = h.Resume && !n.preSwitchHolds(g)
-		}
+		n.boardStops(g, &h)
 		n.slackHint(g, worst, &h)
 		dst = append(dst, h)
 	}

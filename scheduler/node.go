@@ -193,7 +193,7 @@ func (n *Node) register(e TaskRegistered) error {
 	t := &task{
 		id: e.Task, key: e.Key, pid: e.PID, prio: e.Priority, gpu: g, model: e.Model,
 		lastSeen: n.now, lastActive: n.now, registered: n.now, watched: e.Local,
-		weight: weightOf(e.Weight), owner: e.Owner,
+		fairness: fairness{weight: weightOf(e.Weight), owner: e.Owner},
 	}
 	sharing := e.Profile != nil && e.Profile.Phase == profiler.PhaseSharing
 	if sharing {
@@ -450,55 +450,6 @@ func (n *Node) holdersExpired(g *gpu) bool {
 	return false
 }
 
-// deadline is the earliest time at which time alone changes a decision.
-func (n *Node) deadline() int64 {
-	d := int64(0)
-	at := func(t int64) {
-		if t > n.now && (d == 0 || t < d) {
-			d = t
-		}
-	}
-	for _, g := range n.order {
-		for _, t := range g.tasks {
-			at(t.lastSeen + n.deadAfter(t) + 1)
-			if t.role == RoleHolder && g.waiting() > 0 {
-				at(t.lastActive + n.holderTTL(t) + 1)
-			}
-		}
-		at(n.verdictAt(g))
-		if len(g.awaited) > 0 {
-			at(g.awaitUntil)
-		}
-		if g.waiting() > 0 {
-			at(n.turnEnd(g))
-		}
-		at(n.calibrateAt(g))
-		at(n.preSwitchAt(g))
-		if g.waiting() == 0 {
-			at(n.fairDeadline(g)) // a throttled holder with nothing waiting
-			continue
-		}
-		for p := range g.queues {
-			for _, r := range g.queues[p] {
-				at(r.lastHold + n.cfg.HoldInterval)
-			}
-		}
-		if !g.idle {
-			at(n.idleAt(g))
-		}
-		if g.window.open {
-			at(g.window.start - n.cfg.GrantLead)
-		}
-		if g.idle || g.window.open {
-			// Room frees as granted work drains.
-			at(g.lpBusyUntil)
-		}
-		at(n.idleStarveAt(g))
-		at(n.fairDeadline(g))
-	}
-	return d
-}
-
 // Stats returns counters for status output and benchmarks.
 func (n *Node) Stats() Stats {
 	s := n.stats
@@ -509,80 +460,22 @@ func (n *Node) Stats() Stats {
 	return s
 }
 
-// Stats counts what the core did. The JSON names are the status API's
-// (docs/status-api.md): snake_case, durations in ns with the suffix _ns.
+// Stats counts what the core did, one type of counters per feature
+// (features.go has their /metrics rows). The JSON names are the status
+// API's (docs/status-api.md): snake_case, durations in ns with the suffix
+// _ns; the features' fields are promoted, in JSON as in Go.
 type Stats struct {
-	Tasks       int    `json:"tasks"`
-	Waiting     int    `json:"waiting"`
-	Registered  uint64 `json:"registered"`
-	Left        uint64 `json:"left"`
-	Dropped     uint64 `json:"dropped"`
-	Grants      uint64 `json:"grants"`
-	Holds       uint64 `json:"holds"`
-	Credited    uint64 `json:"credited"`
-	Revoked     uint64 `json:"revoked"`
-	TopUps      uint64 `json:"top_ups"` // credit renewed without a request
-	Windows     uint64 `json:"windows"`
-	IdlePeriods uint64 `json:"idle_periods"`
-	EarlyStops  uint64 `json:"early_stops"`
-	// BoardElections: the board showed a better priority active before its reports came.
-	BoardElections uint64 `json:"board_elections"`
-	// BoardStops: the board showed a holder's launch before its report came.
-	BoardStops          uint64 `json:"board_stops"`
-	GrantedNs           int64  `json:"granted_ns"` // predicted low-priority GPU time granted
-	UnscheduledLaunches uint64 `json:"unscheduled_launches"`
-	LostNotifies        uint64 `json:"lost_notifications"`
-	ReorderedNotifies   uint64 `json:"reordered_notifications"` // arrived after a later seq: late, not lost
-	Refused             uint64 `json:"refused_requests"`        // requests past MaxWaitingPerTask
-	PredictionSamples   uint64 `json:"prediction_samples"`
-	// Sums over the samples: mean = sum / samples.
-	PredictionAbsErrNs int64  `json:"prediction_abs_error_sum_ns"`
-	PredictionErrNs    int64  `json:"prediction_error_sum_ns"`
-	RunsCommitted      uint64 `json:"runs_committed"`
-	RunsDiscarded      uint64 `json:"runs_discarded"`
-	// RunsBeside: profiling runs of a lower priority measured beside a
-	// better one's work, kept for what they still told truly (beside.go).
-	RunsBeside        uint64 `json:"runs_beside"`
-	ProfilesCompleted uint64 `json:"profiles_completed"`
-	FairTurns         uint64 `json:"fair_turns"`     // the turn among waiters of one priority moved (fair.go)
-	FairThrottles     uint64 `json:"fair_throttles"` // a holder ran the lag ahead of its equals and waited
-	// RunsDiscardedBy counts RunsDiscarded by reason (profiler.DiscardReason).
-	RunsDiscardedBy DiscardCounts `json:"runs_discarded_by_reason"`
-	// Drift (drift.go): sampled runs compared with their profiles, sampled
-	// runs not clean enough to compare, checked runs (sampled or by their
-	// kernel IDs) that mismatched, drifts found (by check), and profiles
-	// built again after one.
-	DriftSamples        uint64 `json:"drift_samples"`
-	DriftSamplesUnclean uint64 `json:"drift_samples_unclean"`
-	DriftMismatches     uint64 `json:"drift_mismatches"`
-	DriftEvents         uint64 `json:"drift_events"`
-	DriftKernelEvents   uint64 `json:"drift_kernel_events"`
-	DriftTimingEvents   uint64 `json:"drift_timing_events"`
-	ProfilesRefreshed   uint64 `json:"profiles_refreshed"`
-	// ShortGapWindows: windows a holder's launch cut short while granted
-	// low-priority work was predicted still to run (the gap was shorter
-	// than predicted); ShortGapFills: the grants into them.
-	ShortGapWindows uint64 `json:"short_gap_windows"`
-	ShortGapFills   uint64 `json:"short_gap_fills"`
-	// Places held after a restart for the tasks the daemon knew before it
-	// (rejoin.go): held, ended by the task's return, ended by the grace.
-	PlacesHeld     uint64 `json:"places_held"`
-	PlacesReturned uint64 `json:"places_returned"`
-	PlacesExpired  uint64 `json:"places_expired"`
-	// Calibrations asked of hooks, and answered (switch-cost auto).
-	Calibrations         uint64 `json:"calibrations"`
-	CalibrationsAnswered uint64 `json:"calibrations_answered"`
-	// BoardResumes: a waiter's queued launch went without a grant, the
-	// board showing the better priorities between runs (board-resume).
-	BoardResumes uint64 `json:"board_resumes"`
-	// Pre-switches (preswitch.go): warm-ups asked; holder runs that
-	// started after theirs (hits), before it (early); guards that ended
-	// without the holder (misses); tasks turned off for a low hit rate.
-	PreSwitches     uint64 `json:"pre_switches"`
-	PreSwitchHits   uint64 `json:"pre_switch_hits"`
-	PreSwitchEarly  uint64 `json:"pre_switch_early"`
-	PreSwitchMisses uint64 `json:"pre_switch_misses"`
-	PreSwitchOff    uint64 `json:"pre_switch_off"`
+	Tasks   int `json:"tasks"`
+	Waiting int `json:"waiting"`
+	LivenessCounters
+	GrantCounters
+	PredictionCounters
+	ProfilingCounters
+	FairCounters
+	DriftCounters
+	RejoinCounters
+	CalibrationCounters
+	PreSwitchCounters
 }
 
 // Undecided is how many of a task's ended runs wait for a verdict (0 for

@@ -1,18 +1,17 @@
 package scheduler
 
-// A fill policy chooses which waiting kernel goes next into predicted free
-// GPU time: room is the predicted GPU time free before the holders need the
-// GPU back (a window's remaining gap, or an idle period's cap minus the
-// backlog); idle says the GPU has no low-priority backlog. It removes its
-// choice from its queue (n.take) and returns it, or returns nil. Waiting
-// kernels are g.queues[p] for priorities p below the holders'
-// (n.holderPrio(g)), in arrival order; a request with skips > SkipLimit
-// has been passed over too often and must not starve. A policy grants only
-// requests g.mayFill allows (a profiling run under way).
+// A fill policy ranks the waiting kernels the gates admitted (gate.go) and
+// chooses which goes next into predicted free GPU time: room is the
+// predicted GPU time free before the holders need the GPU back (a window's
+// remaining gap, or an idle period's cap minus the backlog); idle says the
+// GPU has no low-priority backlog. It returns its choice from l (the caller
+// takes it out of its queue), or nil. l.q[p] holds the admitted kernels of
+// each priority p below the holders' (l.hp), in arrival order; a starving
+// one (passed over more than SkipLimit times) must not starve.
 //
 // A new policy is one such function, one row in policies, and a scenario
 // file under testdata/ that shows what it does differently.
-type fillPolicy func(n *Node, g *gpu, room int64, idle bool) *request
+type fillPolicy func(n *Node, l *lineup, room int64, idle bool) *cand
 
 // policyRow is one fill policy: how windows (predicted gaps of the holders)
 // and idle periods are filled, and how equal priorities share.
@@ -72,28 +71,25 @@ func policyOf(name string) policyRow {
 	return policies[0]
 }
 
-// fifoFit picks the earliest-arrived waiting kernel of any priority below
+// fifoFit picks the earliest-arrived admitted kernel of any priority below
 // the holders' that fits room (starving kernels first, like firstFit; on an
 // idle GPU a starving kernel goes even if it does not fit).
-func (n *Node) fifoFit(g *gpu, room int64, idle bool) *request {
-	hp := n.holderPrio(g)
+func (n *Node) fifoFit(l *lineup, room int64, idle bool) *cand {
 	for pass := 0; pass < 2; pass++ {
-		var best *request
-		bestP, bestI := 0, 0
-		for p := int(hp) + 1; p < len(g.queues); p++ {
-			for i, r := range g.queues[p] {
-				starving := r.skips > n.cfg.SkipLimit
-				if pass == 0 && !starving || !(r.est <= room || idle && starving) || !g.mayFill(r) {
+		var best *cand
+		for p := l.hp + 1; p < len(l.q); p++ {
+			for k := range l.q[p] {
+				c := &l.q[p][k]
+				if pass == 0 && !c.starving || !(c.r.est <= room || idle && c.starving) {
 					continue
 				}
-				if best == nil || r.arrived < best.arrived {
-					best, bestP, bestI = r, p, i
+				if best == nil || c.r.arrived < best.r.arrived {
+					best = c
 				}
 				break // later requests of this priority arrived later
 			}
 		}
 		if best != nil {
-			n.take(g, bestP, bestI)
 			return best
 		}
 	}

@@ -299,3 +299,34 @@ func (t *task) budgetJCT() int64 {
 	}
 	return t.jct
 }
+
+// PredictionCounters: fill opportunities, and how the holders' predictions
+// fared.
+type PredictionCounters struct {
+	Windows     uint64 `json:"windows"`
+	IdlePeriods uint64 `json:"idle_periods"`
+	EarlyStops  uint64 `json:"early_stops"`
+	// BoardElections: the board showed a better priority active before its reports came.
+	BoardElections uint64 `json:"board_elections"`
+	// BoardStops: the board showed a holder's launch before its report came.
+	BoardStops        uint64 `json:"board_stops"`
+	PredictionSamples uint64 `json:"prediction_samples"`
+	// Sums over the samples: mean = sum / samples.
+	PredictionAbsErrNs int64 `json:"prediction_abs_error_sum_ns"`
+	PredictionErrNs    int64 `json:"prediction_error_sum_ns"`
+	// ShortGapWindows: windows a holder's launch cut short while granted
+	// low-priority work was predicted still to run (the gap was shorter
+	// than predicted); ShortGapFills: the grants into them.
+	ShortGapWindows uint64 `json:"short_gap_windows"`
+	ShortGapFills   uint64 `json:"short_gap_fills"`
+}
+
+var predictionMetrics = []Metric{
+	{Name: "fikit_early_stops_total", Help: "Fill windows closed early by a holder launch.", Value: func(s *Stats) float64 { return count(s.EarlyStops) }},
+	{Name: "fikit_board_early_stops_total", Help: "Holder launches seen on the board before their reports came (each an early stop).",
+		Value: func(s *Stats) float64 { return count(s.BoardStops) }},
+	{Name: "fikit_short_gap_windows_total", Help: "Fill windows a holder's launch cut short while granted work was predicted to run.",
+		Value: func(s *Stats) float64 { return count(s.ShortGapWindows) }},
+	{Name: "fikit_short_gap_fills_total", Help: "Grants into fill windows the holder cut short (gaps shorter than predicted).",
+		Value: func(s *Stats) float64 { return count(s.ShortGapFills) }},
+}

@@ -29,7 +29,7 @@ func TestNextRunStart(t *testing.T) {
 		t.Errorf("closed loop: next run at %d, want %d", got, want)
 	}
 	// Too few observations to tell: the sooner of both.
-	early := &task{runStart: 100 * ms}
+	early := &task{prediction: prediction{runStart: 100 * ms}}
 	early.learnRunEvery(10 * ms)
 	early.learnRunGap(5 * ms)
 	if got, want := early.nextRunStart(103*ms), 108*ms; got != want {

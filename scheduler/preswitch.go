@@ -113,43 +113,6 @@ func (n *Node) preSwitchLead(g *gpu) int64 {
 	return n.cfg.PreSwitchMargin + n.switchCost(g) + WarmProbeNs
 }
 
-// preSwitchStop is when g's low-priority work must be off the device for a
-// pre-switch (0: none planned): windows end there, idle periods fill no
-// further, and the board tells hooks the holder is back then.
-func (n *Node) preSwitchStop(g *gpu) int64 {
-	if p := &g.pre; p.task != nil {
-		return p.stop
-	}
-	h := n.preSwitchTarget(g)
-	if h == nil || h.nextLaunch == g.pre.doneNext {
-		return 0
-	}
-	next := h.preSwitchNext()
-	if next <= n.now {
-		return 0
-	}
-	return next - n.preSwitchLead(g)
-}
-
-// preSwitchUntil is when g's planned or current pre-switch lets the low
-// priorities go on if the holder has not come (0: none planned).
-func (n *Node) preSwitchUntil(g *gpu) int64 {
-	if p := &g.pre; p.task != nil {
-		return p.until
-	}
-	if n.preSwitchStop(g) == 0 {
-		return 0
-	}
-	return n.preSwitchTarget(g).preSwitchNext() + n.cfg.PreSwitchGuard
-}
-
-// preSwitchHolds reports whether g's low priorities are stopped for a
-// pre-switch now (from its stop until the holder comes or the guard ends).
-func (n *Node) preSwitchHolds(g *gpu) bool {
-	p := &g.pre
-	return p.task != nil && n.now >= p.stop && n.now < p.until
-}
-
 // preSwitchStep moves g's pre-switch on (from schedule): arms one for the
 // target's predicted run, asks for the warm-up at its stop, and gives up
 // when the guard ends without the holder.
@@ -330,3 +293,22 @@ func (t *task) preSwitchNext() int64 {
 // (the driver names one "NVIDIA A100-SXM4-40GB MIG 1g.5gb"): the
 // pre-switch is off there, its switch never having been measured.
 func onMIG(model string) bool { return strings.Contains(model, " MIG ") }
+
+// PreSwitchCounters (preswitch.go): warm-ups asked; holder runs that
+// started after theirs (hits), before it (early); guards that ended without
+// the holder (misses); tasks turned off for a low hit rate.
+type PreSwitchCounters struct {
+	PreSwitches     uint64 `json:"pre_switches"`
+	PreSwitchHits   uint64 `json:"pre_switch_hits"`
+	PreSwitchEarly  uint64 `json:"pre_switch_early"`
+	PreSwitchMisses uint64 `json:"pre_switch_misses"`
+	PreSwitchOff    uint64 `json:"pre_switch_off"`
+}
+
+var preSwitchMetrics = []Metric{
+	{Name: "fikit_pre_switches_total", Help: "Warm-ups asked of holders' hooks ahead of a predicted request (pre-switch).", Value: func(s *Stats) float64 { return count(s.PreSwitches) }},
+	{Name: "fikit_pre_switch_hits_total", Help: "Holder runs that started after their warm-up, within the guard (pre-switch).", Value: func(s *Stats) float64 { return count(s.PreSwitchHits) }},
+	{Name: "fikit_pre_switch_early_total", Help: "Holder runs that started before their warm-up was asked (pre-switch).", Value: func(s *Stats) float64 { return count(s.PreSwitchEarly) }},
+	{Name: "fikit_pre_switch_misses_total", Help: "Pre-switch guards that ended without the holder (pre-switch).", Value: func(s *Stats) float64 { return count(s.PreSwitchMisses) }},
+	{Name: "fikit_pre_switch_off_total", Help: "Tasks whose pre-switches were turned off for a low hit rate (pre-switch).", Value: func(s *Stats) float64 { return count(s.PreSwitchOff) }},
+}

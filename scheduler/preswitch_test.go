@@ -24,11 +24,7 @@ func newPreSwitchRig(t *testing.T, settings ...string) *preSwitchRig {
 	cfg := DefaultConfig()
 	for _, kv := range append([]string{"switch-cost=140us", "pre-switch=true"}, settings...) {
 		k, v, _ := cutKV(kv)
-		s, ok := LookupSetting(k)
-		if !ok {
-			t.Fatalf("no setting %s", k)
-		}
-		if err := s.Set(&cfg, v); err != nil {
+		if err := setKey(&cfg, k, v); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -578,3 +578,21 @@ func (n *Node) useProfile(t *task, prof *profiler.Profile) {
 func (n *Node) stateOf(t *task) StateChange {
 	return StateChange{Task: t.id, Role: t.role, Phase: t.phase, Credit: t.credit, Gate: n.gate(t, 0), Sample: t.sample}
 }
+
+// ProfilingCounters: profiling runs kept and discarded.
+type ProfilingCounters struct {
+	RunsCommitted uint64 `json:"runs_committed"`
+	RunsDiscarded uint64 `json:"runs_discarded"`
+	// RunsBeside: profiling runs of a lower priority measured beside a
+	// better one's work, kept for what they still told truly (beside.go).
+	RunsBeside        uint64 `json:"runs_beside"`
+	ProfilesCompleted uint64 `json:"profiles_completed"`
+	// RunsDiscardedBy counts RunsDiscarded by reason (profiler.DiscardReason).
+	RunsDiscardedBy DiscardCounts `json:"runs_discarded_by_reason"`
+}
+
+var profilingMetrics = []Metric{
+	{Name: "fikit_profiling_runs_total", Help: "Profiling runs committed.", Value: func(s *Stats) float64 { return count(s.RunsCommitted) }},
+	{Name: "fikit_profiling_runs_discarded_total", Help: "Profiling runs discarded (any reason: fikit_profiling_discards_total has them by reason).",
+		Value: func(s *Stats) float64 { return count(s.RunsDiscarded) }},
+}

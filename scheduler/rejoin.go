@@ -146,3 +146,12 @@ func (n *Node) Awaited() []KnownTask {
 	}
 	return out
 }
+
+// RejoinCounters: places held after a restart for the tasks the daemon knew
+// before it (rejoin.go): held, ended by the task's return, ended by the
+// grace.
+type RejoinCounters struct {
+	PlacesHeld     uint64 `json:"places_held"`
+	PlacesReturned uint64 `json:"places_returned"`
+	PlacesExpired  uint64 `json:"places_expired"`
+}

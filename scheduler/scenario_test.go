@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,11 +16,11 @@ import (
 
 // TestScenarios runs the event scripts in testdata/: each command feeds one
 // event (or defines a profile) and prints the decisions Ready returns.
-// A file starts from the `today` variant (variants.go: the gate before
-// switch-aware fills, the µs bound, arrival TTLs and board resume), so the
-// files written before those mechanisms exercise what they were written
-// for; a config line's `gate=NAME` starts from another variant (`default`:
-// DefaultConfig), and its other keys apply on top.
+// A file runs DefaultConfig, what users run; a config line's keys apply
+// on top (settings, and ablations in files about a variant, which say so
+// in a comment), and its `gate=today` starts from the gate before
+// switch-aware fills, the µs bound, arrival TTLs and board resume
+// (bench/variant's "today") instead.
 // Regenerate the expectations with `go test ./scheduler -run Scenarios -rewrite`
 // and review the diff.
 func TestScenarios(t *testing.T) {
@@ -38,7 +40,7 @@ type harness struct {
 }
 
 func newHarness(t *testing.T) *harness {
-	h := &harness{t: t, cfg: scenarioBase(t, "today"), profiles: map[string]*profiler.Profile{}}
+	h := &harness{t: t, cfg: scenarioBase(t, ""), profiles: map[string]*profiler.Profile{}}
 	h.reset()
 	return h
 }
@@ -325,29 +327,48 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 // variant's ("today" when none is named), or DefaultConfig for "default".
 func scenarioBase(t *testing.T, gate string) Config {
 	c := DefaultConfig()
-	if gate == "default" {
+	switch gate {
+	case "", "default":
+		return c
+	case "today":
+		for _, kv := range todaysGate {
+			k, v, _ := strings.Cut(kv, "=")
+			if err := setKey(&c, k, v); err != nil {
+				t.Fatal(err)
+			}
+		}
 		return c
 	}
-	if gate == "" {
-		gate = "today"
-	}
-	v, ok := LookupVariant(gate)
-	if !ok {
-		t.Fatalf("no variant %q", gate)
-	}
-	if err := v.Apply(&c); err != nil {
-		t.Fatal(err)
-	}
+	t.Fatalf("no gate %q (default or today)", gate)
 	return c
 }
 
-// setConfig sets one setting by its name (the flag's: Settings).
+// todaysGate is the gate before switch-aware fills, the µs bound, arrival
+// TTLs and board resume: bench/variant's "today", which scenario files
+// about that gate start from (they say so).
+var todaysGate = []string{"switch-cost=25us", "switch-aware=false", "hook-bound=false", "holder-ttl-alpha=0",
+	"board-resume=false", "pre-switch=false"}
+
+// setConfig sets one setting or ablation by its name (Settings' and
+// Ablations' rows).
 func (h *harness) setConfig(t *testing.T, k, v string) error {
+	if _, ok := LookupSetting(k); !ok {
+		if _, ok := LookupAblation(k); !ok {
+			t.Fatalf("unknown config key %q (keys are the settings' and ablations' names)", k)
+		}
+	}
+	return setKey(&h.cfg, k, v)
+}
+
+func setKey(c *Config, k, v string) error {
 	s, ok := LookupSetting(k)
 	if !ok {
-		t.Fatalf("unknown config key %q (keys are the settings' flag names)", k)
+		s, ok = LookupAblation(k)
 	}
-	return s.Set(&h.cfg, v)
+	if !ok {
+		return fmt.Errorf("%w: no setting %q", ErrConfig, k)
+	}
+	return s.Set(c, v)
 }
 
 // buildProfile makes a complete profile from a scenario's description:
@@ -442,3 +463,41 @@ func dur(t *testing.T, s string) int64 {
 }
 
 func fmtDur(ns int64) string { return time.Duration(ns).String() }
+
+// Scenario files run what users run (issue 33): DefaultConfig and
+// settings, not ablations or today's gate — but for files about a variant,
+// which say so in a comment.
+func TestScenariosRunDefaults(t *testing.T) {
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		variant := false
+		for _, line := range strings.Split(string(b), "\n") {
+			if !strings.HasPrefix(line, "config") {
+				continue
+			}
+			for _, kv := range strings.Fields(line)[1:] {
+				k, _, _ := strings.Cut(kv, "=")
+				if _, abl := LookupAblation(k); abl || kv == "gate=today" {
+					variant = true
+				}
+			}
+		}
+		switch {
+		case !variant:
+			defaults++
+		case !strings.Contains(string(b), "variant") && !strings.Contains(string(b), "today's gate"):
+			t.Errorf("%s runs a variant and does not say so in a comment", f)
+		}
+	}
+	if defaults < 40 {
+		t.Errorf("%d of %d scenario files run the defaults, want at least 40", defaults, len(files))
+	}
+}

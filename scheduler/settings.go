@@ -64,33 +64,12 @@ var Settings = []Setting{
 		Help: "switch cost assumed for a GPU whose switch has not been measured yet (switch-cost auto)", field: func(c *Config) any { return &c.SwitchCostPrior }},
 	{Name: "switch-calibrate", Kind: KindDuration, Min: float64(time.Millisecond), Max: maxDuration,
 		Help: "how often a GPU's switch is measured again (switch-cost auto; more often until a few samples are in)", field: func(c *Config) any { return &c.SwitchCalibrate }},
-	{Name: "switch-aware", Kind: KindBool,
-		Help:  "a fill inside a holder's run must leave room for both switches; the switch back before its next run and an idle period's bounded backlog are not charged to the delay budget",
-		field: func(c *Config) any { return &c.SwitchAware }},
-	{Name: "grant-lead", Kind: KindDuration, Max: maxDuration,
-		Help:  "how long before the holders' launched work is predicted to end a window's first kernels are granted",
-		field: func(c *Config) any { return &c.GrantLead }},
 	{Name: "inflight-budget", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
 		Help: "most predicted low-priority GPU time outstanding (the daemon's idle periods, and each hook's own bound with hook-bound)", field: func(c *Config) any { return &c.InflightBudget }},
-	{Name: "hook-bound", Kind: KindBool,
-		Help:  "hooks of a worse priority than one registered keep their predicted GPU time in flight within inflight-budget (kernel durations from their profiles), granted and holding launches alike; false: a holder's kernels by count (FIKIT_INFLIGHT)",
-		field: func(c *Config) any { return &c.HookBound }},
-	{Name: "board-resume", Kind: KindBool,
-		Help:  "a waiter resumes without asking when the board shows the better priorities' runs ended and their predicted next run leaves a switch and its kernel",
-		field: func(c *Config) any { return &c.BoardResume }},
-	{Name: "pre-switch", Kind: KindBool,
-		Help:  "ahead of the best priority's predicted request (periodic arrivals) the low priorities stop early and its hook makes its context resident, so that the request pays no context switch (off: the gain is shown on an H200, a defect beside the hooks' bound is open, docs/scheduler.md)",
-		field: func(c *Config) any { return &c.PreSwitch }},
-	{Name: "pre-switch-guard", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
-		Help: "pre-switch: how long past the predicted request the low priorities wait for it", field: func(c *Config) any { return &c.PreSwitchGuard }},
-	{Name: "pre-switch-margin", Kind: KindDuration, Max: maxDuration,
-		Help: "pre-switch: time for the warm-up to reach the hook and the GPU, on top of the switch", field: func(c *Config) any { return &c.PreSwitchMargin }},
 	{Name: "delay-budget", Kind: KindFloat, Min: 0, Max: 1,
 		Help: "share of a holder's JCT alone (its profile's) that filling may delay each of its runs", field: func(c *Config) any { return &c.DelayBudget }},
 	{Name: "idle-alpha", Kind: KindFloat, Min: 0, MinOpen: true, Max: 1000,
 		Help: "a holder is idle after this many typical gaps without a launch", field: func(c *Config) any { return &c.IdleAlpha }},
-	{Name: "idle-floor", Kind: KindDuration, Max: maxDuration,
-		Help: "shortest silence that makes a holder idle", field: func(c *Config) any { return &c.IdleFloor }},
 	{Name: "run-idle", Kind: KindDuration, Max: maxDuration,
 		Help: "silence after which a holder inside a run counts as idle", field: func(c *Config) any { return &c.RunIdle }},
 	{Name: "idle-starve", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
@@ -99,12 +78,6 @@ var Settings = []Setting{
 		Help: "credit given in an idle period may be used this long", field: func(c *Config) any { return &c.GrantLease }},
 	{Name: "holder-ttl", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
 		Help: "a task holds the GPU this long after its last launch (while its arrivals are unknown, or with holder-ttl-alpha 0)", field: func(c *Config) any { return &c.HolderTTL }},
-	{Name: "holder-ttl-alpha", Kind: KindFloat, Min: 0, Max: 1000,
-		Help: "a task whose arrivals are known holds for this many times its mean interval between run starts (0: holder-ttl always)", field: func(c *Config) any { return &c.HolderTTLAlpha }},
-	{Name: "holder-ttl-min", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
-		Help: "shortest holder TTL from arrivals", field: func(c *Config) any { return &c.HolderTTLMin }},
-	{Name: "holder-ttl-max", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
-		Help: "longest holder TTL from arrivals", field: func(c *Config) any { return &c.HolderTTLMax }},
 	{Name: "profile-turn", Kind: KindDuration, Min: 0, MinOpen: true, Max: maxDuration,
 		Help: "a task profiling alone that ends no run this long lets the others of its priority hold", field: func(c *Config) any { return &c.ProfileTurn }},
 	{Name: "rejoin-grace", Kind: KindDuration, Min: 0, Max: maxDuration,
@@ -123,11 +96,6 @@ var Settings = []Setting{
 		Help: "dead-after for a local task whose exit the daemon sees at once (pidfd); at least dead-after", field: func(c *Config) any { return &c.DeadAfterWatched }},
 	{Name: "max-credit", Kind: KindInt, Min: 0, Max: math.MaxUint32,
 		Help: "most launches granted without a round trip (0 disables credit)", field: func(c *Config) any { return &c.MaxCredit }},
-	{Name: "gap-ewma", Kind: KindFloat, Min: 0, Max: 1,
-		Help: "weight of the online gap correction (a gap shorter than predicted weighs at least 1/2; 0 = off)", field: func(c *Config) any { return &c.GapEWMA }},
-	{Name: "positional", Kind: KindBool,
-		Help:  "predict from a kernel's position in its run (the profile's sequence), not its kernel ID alone",
-		field: func(c *Config) any { return &c.Positional }},
 	{Name: "drift-sample", Kind: KindInt, Min: 0, Max: 1 << 20,
 		Help:  "in the sharing phase a task's hook measures one run in this many, to see its profile drift (0: none; new kernel IDs are seen anyway)",
 		field: func(c *Config) any { return &c.DriftSample }},
@@ -137,9 +105,6 @@ var Settings = []Setting{
 	{Name: "drift-runs", Kind: KindInt, Min: 0, Max: 1000,
 		Help:  "consecutive mismatching checked runs that make a drift, after which the task is profiled again without stopping the others (0: off)",
 		field: func(c *Config) any { return &c.DriftRuns }},
-	{Name: "run-end-by-position", Kind: KindBool,
-		Help:  "a run's last kernel (by its profile's sequence) opens the window to the next run, before the run end is reported",
-		field: func(c *Config) any { return &c.RunEndByPosition }},
 }
 
 // LookupSetting finds a setting by name.
@@ -269,7 +234,7 @@ func (s Setting) Bounds() string {
 
 // validateSettings checks every setting's bounds in c.
 func (c Config) validateSettings() error {
-	for _, s := range Settings {
+	for _, s := range append(Settings[:len(Settings):len(Settings)], Ablations...) {
 		v := s.Get(&c)
 		probe := DefaultConfig()
 		if err := s.Set(&probe, v); err != nil {

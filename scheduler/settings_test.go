@@ -21,7 +21,7 @@ func TestSettingsRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
-	for _, s := range Settings {
+	for _, s := range append(Settings[:len(Settings):len(Settings)], Ablations...) {
 		if s.Name == "" || s.Help == "" || s.field == nil || seen[s.Name] {
 			t.Errorf("row %+v: incomplete or duplicate", s)
 		}
@@ -61,11 +61,14 @@ func TestSettingsRows(t *testing.T) {
 			}
 		}
 	}
-	// Each field of Config is some row's: a knob without a row would be
-	// invisible to flags, scenarios and docs. The exceptions are the
-	// variants' switches (variants.go), which are not users'.
-	if want := countFields(def) - len(variantOnly); len(Settings) != want {
-		t.Errorf("%d settings for %d Config fields", len(Settings), want)
+	// Each field of Config is some row's, a setting's or an ablation's: a
+	// knob without a row would be invisible to flags, variants, scenarios
+	// and docs. And the settings stay few (issue 33: at most 30).
+	if want := countFields(def); len(Settings)+len(Ablations) != want {
+		t.Errorf("%d settings and %d ablations for %d Config fields", len(Settings), len(Ablations), want)
+	}
+	if len(Settings) > 30 {
+		t.Errorf("%d settings: a new knob replaces one, or is an ablation", len(Settings))
 	}
 	// Validate refuses what the rows refuse, and contradictions.
 	bad := DefaultConfig()
@@ -79,9 +82,6 @@ func TestSettingsRows(t *testing.T) {
 		t.Errorf("dead-after = heartbeat accepted: %v", err)
 	}
 }
-
-// variantOnly are Config's fields that only variants set.
-var variantOnly = []string{"FixedBound"}
 
 func countFields(c Config) int {
 	n := 0
@@ -134,8 +134,8 @@ func TestConfigJSON(t *testing.T) {
 	c := DefaultConfig()
 	c.SwitchCost = int64(140 * time.Microsecond)
 	c.Policy = "fifo"
-	c.GapEWMA = 0.25
-	c.RunEndByPosition = true
+	c.DriftThreshold = 0.25
+	c.MaxCredit = 4
 	b, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func TestConfigJSON(t *testing.T) {
 		t.Errorf("%d keys for %d settings: %s", len(m), len(Settings), b)
 	}
 	if m["switch_cost_ns"] != float64(140_000) || m["policy"] != "fifo" || m["profile_runs"] != float64(100) ||
-		m["run_end_by_position"] != true || m["gap_ewma"] != 0.25 {
+		m["max_credit"] != float64(4) || m["drift_threshold"] != 0.25 {
 		t.Errorf("values: %s", b)
 	}
 	for _, s := range Settings {
@@ -156,7 +156,9 @@ func TestConfigJSON(t *testing.T) {
 			t.Errorf("no key %s", s.JSONKey())
 		}
 	}
-	var back Config
+	// Ablations are no settings: not in the JSON (a status shows the
+	// settings), so they read back as they were.
+	back := DefaultConfig()
 	if err := json.Unmarshal(b, &back); err != nil || back != c {
 		t.Errorf("round trip: %+v, %v", back, err)
 	}

@@ -22,22 +22,44 @@ const fillMargin = int64(50 * time.Microsecond)
 // arrival may meet (the in-flight budget); FillUntilNs, where h.NextNs is
 // their predicted next run and every one of them that is active arrives
 // periodically, that run less fillMargin — far from it the hooks may queue
-// what ends by then, not the bound at each launch. Unpredictable arrivals
-// (Poisson, bursty, not yet learned) leave it 0: the bound alone. Nothing
-// with FixedBound (the rule before: variants.go) or without the hooks'
-// bound.
+// what ends by then, not the bound at each launch — and NextLateNs capped
+// (dueShare). Unpredictable arrivals (Poisson, bursty, not yet learned)
+// leave FillUntilNs 0: the bound alone. Nothing with FixedBound (the rule
+// before, an ablation), without the hooks' bound, or while a pre-switch
+// stops the low priorities (it keeps them off the device until the run
+// starts: the fixed rule's window is its stop).
 func (n *Node) slackHint(g *gpu, worst uint8, h *BoardHint) {
-	if n.cfg.FixedBound || !n.cfg.HookBound {
+	if n.cfg.FixedBound || !n.cfg.HookBound || n.preSwitchStop(g) > 0 {
 		return
 	}
 	h.Slack, h.BoundNs = true, max(n.cfg.InflightBudget, 1)
 	if h.NextNs == 0 || h.NextNs == NoneExpected {
 		return
 	}
+	interval := int64(0)
 	for _, t := range g.tasks {
-		if t.prio < worst && n.wants(t) && t.arr.class() != ArrivalsPeriodic {
+		if t.prio >= worst || !n.wants(t) {
+			continue
+		}
+		if t.arr.class() != ArrivalsPeriodic {
 			return
+		}
+		if mean, _ := t.arr.stats(); interval == 0 || int64(mean) < interval {
+			interval = int64(mean)
 		}
 	}
 	h.FillUntilNs = max(h.NextNs-fillMargin, 1)
+	// The floor: nothing goes while the run is due (next to late), but
+	// that window lasts at most dueShare of the interval (at least the
+	// bound): a busy host's late starts widen the intervals' range to
+	// milliseconds, and the low priority lost all of it in every gap.
+	if late := h.NextNs + max(int64(dueShare*float64(interval)), h.BoundNs); h.NextLateNs > late {
+		h.NextLateNs = late
+	}
 }
+
+// dueShare is the most of a periodic better priority's interval that its
+// due window (BoardHint.NextNs to NextLateNs), in which the hooks let
+// nothing go, may take with the bound that follows the slack: the low
+// priority keeps the rest of the idle time however late its runs come.
+const dueShare = 0.1

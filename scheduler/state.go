@@ -6,7 +6,11 @@ import (
 	"github.com/fikit/fikit/profiler"
 )
 
-// task is the core's view of one registered task instance.
+// task is the core's view of one registered task instance: its identity,
+// role and phase, and its liveness. What each mechanism keeps of it is a
+// type of that mechanism's own, embedded (the fields are promoted): seqs,
+// credits, prediction, runBudget, arrivalState, profilingState, driftWatch,
+// fairness, and pre.
 type task struct {
 	id       TaskID
 	key      string
@@ -16,48 +20,68 @@ type task struct {
 	model    string
 	role     Role
 	phase    Phase
-	credit   uint32 // launches it may still make without asking
-	lastSeen int64  // any message
-	watched  bool   // its exit is seen at once: see TaskWatched
+	lastSeen int64 // any message
+	watched  bool  // its exit is seen at once: see TaskWatched
 	// lastActive is the last launch (or registration): activity for HolderTTL.
 	lastActive int64
 	lastLaunch int64 // last launch of any kind, 0 if none
-	// Profiling alone: when its turn began (0: not alone), its last run
-	// end of any outcome, and whether it lost its turn (turnOver).
-	turnStart, lastRunEnd int64
-	turnLost              bool
-	registered            int64
-	lastKernel            uint64
-	seq                   uint32
-	// runStartSeq is the seq of the current (or next) run's first launch:
-	// a launch's position in its run is its seq minus this, modulo the
-	// run's length.
-	runStartSeq uint32
-	// resv is the GPU time reserved for each outstanding credited launch,
-	// in launch order (len(resv) == credit); resvSum their sum.
-	resv    []int64
-	resvSum int64
-	lostSeq uint64 // launches whose notification never arrived
-	missing uint64 // seqs not (yet) arrived, below seq: see countSeq
+	registered int64
 	// recent are its launches not yet attributed to an ended run, in
 	// arrival order: when each happened, and its predicted duration for a
 	// holder. Run ends may arrive after the next run's launches; these
 	// place that run in time.
 	recent []launchRec
+	// calibMissed: calibration requests it left unanswered in a row.
+	calibMissed int
 
+	seqs
+	credits
+	prediction
+	runBudget
+	arrivalState
+	profilingState
+	driftWatch
+	fairness
+	pre preSwitchTask // its pre-switches (preswitch.go)
+}
+
+// seqs is what the core knows of a task's launch sequence numbers
+// (countSeq).
+type seqs struct {
+	seq uint32
+	// runStartSeq is the seq of the current (or next) run's first launch:
+	// a launch's position in its run is its seq minus this, modulo the
+	// run's length.
+	runStartSeq uint32
+	lostSeq     uint64 // launches whose notification never arrived
+	missing     uint64 // seqs not (yet) arrived, below seq: see countSeq
+}
+
+// credits are the launches a task may make without asking (credit.go).
+type credits struct {
+	credit uint32 // launches it may still make without asking
+	// resv is the GPU time reserved for each outstanding credited launch,
+	// in launch order (len(resv) == credit); resvSum their sum.
+	resv    []int64
+	resvSum int64
+}
+
+// prediction is what the core predicts of a task's work (predict.go,
+// fill.go): its estimates, the online corrections, and, for a holder, when
+// its launched work ends and when it launches next.
+type prediction struct {
 	est *Estimates
 	// profile is the complete profile est comes from (the base of the next
 	// version if the task drifts).
 	profile *profiler.Profile
 	// gapCorr and posCorr hold online-corrected gap predictions by kernel
 	// ID and by position in the run (GapEWMA > 0).
-	gapCorr map[uint64]int64
-	posCorr map[int]int64
-	lastPos int // position of the last holder kernel (-1: off the sequence)
-
-	// Holder prediction state.
-	busyUntil  int64 // predicted end of this task's launched device work
-	nextLaunch int64 // predicted time of its next launch (0: unknown)
+	gapCorr    map[uint64]int64
+	posCorr    map[int]int64
+	lastPos    int    // position of the last holder kernel (-1: off the sequence)
+	lastKernel uint64 // its last launch's kernel
+	busyUntil  int64  // predicted end of this task's launched device work
+	nextLaunch int64  // predicted time of its next launch (0: unknown)
 	// predicted is the prediction the next launch will be compared with.
 	predicted int64
 	inRun     bool
@@ -74,32 +98,50 @@ type task struct {
 	// runGaps are recent times from a run end to the next run's first
 	// launch, runStarts recent intervals between run starts.
 	runGaps, runStarts recent
-	// arr are its recent intervals between run starts (arrivals.go), from
-	// lastRunStart, the start of its latest run.
-	arr          arrivals
-	lastRunStart int64
-	jct          int64 // EWMA of observed run times in the sharing phase
+	jct                int64 // EWMA of observed run times in the sharing phase
+}
+
+// runBudget is the expected delay filling charged to a holder's runs.
+type runBudget struct {
 	delayUsed    int64 // expected delay charged to the current (or next) run
 	delayPending int64 // charged between runs, moves to the next run
+}
 
-	prof *profiling // non-nil while profiling (or profiling again after a drift)
+// arrivalState is a task's recent intervals between run starts
+// (arrivals.go), from lastRunStart, the start of its latest run.
+type arrivalState struct {
+	arr          arrivals
+	lastRunStart int64
+}
+
+// profilingState is a task's profiling (profiling.go): its turn when it
+// profiles alone, and the runs being measured.
+type profilingState struct {
+	// Profiling alone: when its turn began (0: not alone), its last run
+	// end of any outcome, and whether it lost its turn (turnOver).
+	turnStart, lastRunEnd int64
+	turnLost              bool
+	prof                  *profiling // non-nil while profiling (or profiling again after a drift)
 	// meas decides whether its measured runs were clean (profiling, or
-	// sampled for drift); drift watches a sharing task's profile; sample is
-	// what its hook was told (one run in sample measured, 0 none).
-	meas   *measured
+	// sampled for drift).
+	meas *measured
+}
+
+// driftWatch is a sharing task's check of its profile (drift.go): sample is
+// what its hook was told (one run in sample measured, 0 none).
+type driftWatch struct {
 	drift  *driftState
 	sample uint32
+}
 
-	// Fair shares among equals and accounting (fair.go).
+// fairness is a task's share among its equals and its account (fair.go).
+type fairness struct {
 	weight    int64  // ≥ 1
 	owner     string // whom its GPU time is accounted to
 	acct      Account
 	vt        int64 // virtual time: GPU time used / weight (ns)
 	fairSeen  int64 // its latest launch or request (fairActive)
 	throttled bool  // a holder that ran more than FairLag ahead: it waits
-	// calibMissed: calibration requests it left unanswered in a row.
-	calibMissed int
-	pre         preSwitchTask // its pre-switches (preswitch.go)
 }
 
 // launchRec is one launch of a task.
@@ -180,6 +222,8 @@ type gpu struct {
 	// until awaitUntil (rejoin.go).
 	awaited    []KnownTask
 	awaitUntil int64
+	// line is the lineup rankers choose from (gate.go), kept for reuse.
+	line lineup
 }
 
 // fillWindow is a predicted stretch of holder idleness.

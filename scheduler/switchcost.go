@@ -239,3 +239,15 @@ func (n *Node) Switches() []SwitchInfo {
 	}
 	return out
 }
+
+// CalibrationCounters: calibrations asked of hooks, and answered
+// (switch-cost auto).
+type CalibrationCounters struct {
+	Calibrations         uint64 `json:"calibrations"`
+	CalibrationsAnswered uint64 `json:"calibrations_answered"`
+}
+
+var calibrationMetrics = []Metric{
+	{Name: "fikit_switch_calibrations_total", Help: "Switch calibrations asked of hooks (--switch-cost auto).", Value: func(s *Stats) float64 { return count(s.Calibrations) }},
+	{Name: "fikit_switch_calibrations_answered_total", Help: "Switch calibrations hooks answered.", Value: func(s *Stats) float64 { return count(s.CalibrationsAnswered) }},
+}

@@ -36,6 +36,9 @@ type fairMode struct {
 	Tenants   []tenantJSON `json:"tenants"`
 }
 
+// The daemon's GPU-time accounting against the device's, as a ratio.
+const accountedMin, accountedMax = 0.88, 1.12
+
 func TestFairSharesAmongEquals(t *testing.T) {
 	fikit := requireBins(t, "fikit", "fikit-replay", "libfikit_hook.so", "simgpu/libcuda.so.1")[0]
 	// FIKIT_TEST_FAIR_POLICY runs the fair modes under another policy: how
@@ -46,11 +49,12 @@ func TestFairSharesAmongEquals(t *testing.T) {
 		fairPolicy = p
 		t.Logf("FIKIT_TEST_FAIR_POLICY: the fair modes run under %s", p)
 	}
-	// One measurement; a second where the daemon's accounting disagreed
-	// with the device in some mode: the daemon had lost track of the
-	// services (for one, a host that starves a hook past --dead-after gets it
-	// dropped, and its launches go unscheduled), which says nothing about
-	// the policy. A policy that is wrong is wrong both times.
+	// One measurement; a second where the daemon accounted clearly less
+	// than the device ran in some mode: it had lost track of the services
+	// (a host that starves a hook past --dead-after gets it dropped, and
+	// its launches go unscheduled), which says nothing about the policy. A
+	// policy that is wrong is wrong both times; accounting over what ran
+	// (a launch billed twice) fails at once, below.
 	var res struct {
 		Modes []fairMode `json:"modes"`
 	}
@@ -72,14 +76,14 @@ func TestFairSharesAmongEquals(t *testing.T) {
 		}
 		lost := ""
 		for _, m := range res.Modes {
-			if acc, life := float64(m.ShortAccNs+m.LongAccNs), float64(m.ShortLifeNs+m.LongLifeNs); acc < 0.7*life || acc > 1.3*life {
+			if acc, life := float64(m.ShortAccNs+m.LongAccNs), float64(m.ShortLifeNs+m.LongLifeNs); acc < accountedMin*life {
 				lost = m.Policy
 			}
 		}
 		if lost == "" || attempt == 2 {
 			break
 		}
-		t.Logf("%s: the daemon's accounting disagrees with the device (it lost track of the services): measuring again", lost)
+		t.Logf("%s: the daemon accounted less than the device ran (it lost track of the services): measuring again", lost)
 	}
 	best, fair, weighted, bestHolders, fairHolders := res.Modes[0], res.Modes[1], res.Modes[2], res.Modes[3], res.Modes[4]
 	for _, m := range res.Modes {
@@ -124,8 +128,11 @@ func TestFairSharesAmongEquals(t *testing.T) {
 	if f, b := fair.Interference.P50Pct, best.Interference.P50Pct; f > 2*b+5 {
 		t.Errorf("HP GPU interference p50 %.1f%% under fair-prio-fit, %.1f%% under best-prio-fit", f, b)
 	}
-	// What the daemon accounted is what the device ran, near enough: its
-	// prediction from the profiles.
+	// What the daemon accounted is what the device ran: its predictions
+	// from the profiles, billed once per launch, against the GPU time of
+	// the kernels launched before the status was read. Billing a launch
+	// twice (a drift sample's measurements, a grant crossing the launch's
+	// report) put it clearly over.
 	for _, m := range res.Modes {
 		if m.Holders {
 			if len(m.Tenants) != 1 || len(m.Tenants[0].TaskKeys) != 2 {
@@ -135,7 +142,7 @@ func TestFairSharesAmongEquals(t *testing.T) {
 			t.Errorf("%s: tenants %+v, want one with three task keys", m.Policy, m.Tenants)
 		}
 		acc, life := float64(m.ShortAccNs+m.LongAccNs), float64(m.ShortLifeNs+m.LongLifeNs)
-		if acc < 0.7*life || acc > 1.3*life {
+		if acc < accountedMin*life || acc > accountedMax*life {
 			t.Errorf("%s: accounted %v of GPU time, the timeline says %v", m.Policy, time.Duration(acc), time.Duration(life))
 		}
 	}

@@ -17,6 +17,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/fikit/fikit/bench/harness"
+	"github.com/fikit/fikit/internal/stats"
 )
 
 func TestFaultDaemonRestarts(t *testing.T) {
@@ -72,7 +75,7 @@ func TestFaultDaemonRestarts(t *testing.T) {
 			}
 			waits = append(waits, *r.WaitNs)
 		}
-		return p50(waits) <= int64(time.Millisecond)
+		return stats.Quantile(waits, 0.5) <= int64(time.Millisecond)
 	}
 	if !waitFor(10*time.Second, bothRegistered) {
 		t.Fatalf("the services did not register: %+v", d.status(t).Tasks)
@@ -116,7 +119,7 @@ func TestFaultDaemonRestarts(t *testing.T) {
 			}
 			runs := parseRuns(t, hproc.Stdout())
 			t.Errorf("restart %d: the high-priority service was not on time again within %v (%d runs in the last second, p50 JCT of the last 100 %s)",
-				c, catchUpMax, ran, ms(p50(jcts(runs[max(0, len(runs)-100):]))))
+				c, catchUpMax, ran, ms(stats.Quantile(harness.JCTs(runs[max(0, len(runs)-100):]), 0.5)))
 			continue
 		}
 		catchUps = append(catchUps, time.Since(restarted))
@@ -171,10 +174,9 @@ func TestFaultDaemonRestarts(t *testing.T) {
 	}
 	hproc.KillGroup()
 	lproc.KillGroup()
-	slices.Sort(ratios)
 	lo, med := 0.0, 0.0
 	if len(ratios) > 0 {
-		lo, med = ratios[0], ratios[len(ratios)/2]
+		lo, med = slices.Min(ratios), stats.Median(ratios)
 	}
 	faultReport(t, "daemon restart (SIGTERM, start) under HP every 10 ms + LP", fmt.Sprintf("%d restarts", sc.restarts), verdict(t),
 		fmt.Sprintf("LP runs after/before: min %.2f, median %.2f; restarts starving the LP: %d; HP GPU interference p50 after: max %.1f%% (over %.0f%%: %d), HP p50 JCT after/before (wall clock): max %.2f; hung services: %d; HP late after %v: %d; daemon down (SIGTERM to serving again) at most %v, re-registered within %v after, HP on time within %v",
@@ -233,7 +235,7 @@ func schedulingIn(t testing.TB, dm *daemonProc, lp, hp *proc, d time.Duration) s
 		}
 	}
 	if len(hj) > 0 {
-		out.HPJCT, out.HPBlocked = time.Duration(p50(hj)), time.Duration(p50(hb))
+		out.HPJCT, out.HPBlocked = time.Duration(stats.Quantile(hj, 0.5)), time.Duration(stats.Quantile(hb, 0.5))
 	}
 	return out
 }

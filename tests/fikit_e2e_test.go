@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fikit/fikit/bench/harness"
+	"github.com/fikit/fikit/internal/stats"
 	"github.com/fikit/fikit/simgpu/devmodel"
 	"github.com/fikit/fikit/simgpu/timeline"
 )
@@ -119,7 +121,7 @@ func protectsHighPriority(t *testing.T, pc pairCase) profileShowJSON {
 		t.Fatalf("high priority alone: %s", ar)
 	}
 	aloneRuns := parseRuns(t, ar.Stdout)
-	alone := p50(jcts(aloneRuns))
+	alone := stats.Quantile(harness.JCTs(aloneRuns), 0.5)
 	heavyNs := int64(dev.Switch) + max(alone/4, lpLongest)
 
 	shared := run(false, false)
@@ -146,7 +148,7 @@ func protectsHighPriority(t *testing.T, pc pairCase) profileShowJSON {
 	sh, fk := interference(t, shared.hp, alone, heavyNs), interference(t, fikit.hp, alone, heavyNs)
 	shShare, fkShare := lpInsideHP(shared.hp, segs, shared.hpPid), lpInsideHP(fikit.hp, segs, fikit.hpPid)
 	t.Logf("high priority p50 JCT: alone %s; default sharing %s (%.2fx, host part %.2fx); fikit %s (%.2fx, host part %.2fx)",
-		ms(alone), ms(p50(jcts(shared.hp))), sh.wall, sh.host, ms(p50(jcts(fikit.hp))), fk.wall, fk.host)
+		ms(alone), ms(stats.Quantile(harness.JCTs(shared.hp), 0.5)), sh.wall, sh.host, ms(stats.Quantile(harness.JCTs(fikit.hp), 0.5)), fk.wall, fk.host)
 	t.Logf("HP GPU interference (blocked / JCT alone) p50 / p90 / p99: default sharing %.2f%% / %.2f%% / %.2f%%, fikit %.2f%% / %.2f%% / %.2f%%; heavy runs (blocked > %s): %.0f%% / %.0f%%",
 		sh.p50, sh.p90, sh.p99, fk.p50, fk.p90, fk.p99, ms(heavyNs), sh.heavy, fk.heavy)
 	t.Logf("low priority runs during the high-priority span: default sharing %d, fikit %d; LP GPU time inside HP runs under fikit %.0f%%",
@@ -251,26 +253,19 @@ type interferenceFigures struct {
 
 func interference(t testing.TB, runs []replayRun, alone, heavyNs int64) interferenceFigures {
 	t.Helper()
-	blocked := make([]int64, len(runs))
-	net := make([]int64, len(runs))
-	for i, r := range runs {
-		if r.BlockedNs == nil {
-			t.Fatalf("run %d has no blocked_ns: the replayer did not read simgpu's totals", r.Run)
-		}
-		blocked[i], net[i] = *r.BlockedNs, r.JCTNs-*r.BlockedNs
+	r := &harness.Result{Runs: runs}
+	blocked := r.Blocked()
+	if len(blocked) != len(runs) {
+		t.Fatalf("%d of %d runs have no blocked_ns: the replayer did not read simgpu's totals", len(runs)-len(blocked), len(runs))
 	}
-	var f interferenceFigures
-	f.p50, f.p99 = timeline.InterferencePct(blocked, alone)
-	sorted := append([]int64(nil), blocked...)
-	slices.Sort(sorted)
-	f.p90 = 100 * float64(sorted[(len(sorted)*9+9)/10-1]) / float64(alone)
+	in := harness.InterferenceOf(r, alone) // as fikit demo and fikit bench report it
+	f := interferenceFigures{p50: in.P50Pct, p99: in.P99Pct, wall: in.WallRatio, host: in.HostRatio}
+	f.p90 = 100 * float64(stats.Quantile(blocked, 0.9)) / float64(alone)
 	for _, b := range blocked {
 		if b > heavyNs {
 			f.heavy += 100 / float64(len(blocked))
 		}
 	}
-	f.wall = float64(p50(jcts(runs))) / float64(alone)
-	f.host = float64(p50(net)) / float64(alone)
 	return f
 }
 

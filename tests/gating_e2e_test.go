@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fikit/fikit/internal/stats"
 	"github.com/fikit/fikit/simgpu/timeline"
 )
 
@@ -135,7 +136,7 @@ func TestSwitchAwareGating(t *testing.T) {
 	slices.Sort(ahead)
 	most := ahead[len(ahead)-1]
 	t.Logf("low-priority work ahead of a high-priority run's first kernel: p50 %s, p90 %s, max %s (bound %s, longest LP kernel %s)",
-		us(ahead[len(ahead)/2]), us(ahead[len(ahead)*9/10]), us(most), us(boundNs), us(lpLongestNs))
+		us(stats.QuantileSorted(ahead, 0.5)), us(stats.QuantileSorted(ahead, 0.9)), us(most), us(boundNs), us(lpLongestNs))
 	if limit := int64(max(boundNs, lpLongestNs) + 100_000); most > limit {
 		t.Errorf("a high-priority run found %s of low-priority work ahead of it, want ≤ %s", us(most), us(limit))
 	}

@@ -31,6 +31,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fikit/fikit/internal/stats"
 )
 
 const (
@@ -155,7 +157,7 @@ func TestProfilingOverhead(t *testing.T) {
 			rep, ta/1e6, tb/1e6, th/1e6, over, noise, h.waited, overheadRuns, 100*h.hookWait/h.jct, h.lapses)
 	}
 	load, cpus, _ := machineLoad()
-	over, noise := median(overs), median(noises)
+	over, noise := stats.Median(overs), stats.Median(noises)
 	limit := overheadMarginPct + overheadNoiseMult*noise
 	share := hookWait / jct
 	t.Logf("median overhead %+.1f %% (limit %.1f %%: %.0f + %.0f × the noise floor %.2f %%); %d of %d runs waited for "+

@@ -3,7 +3,8 @@ package tests
 // End to end, the pre-switch (docs/scheduler.md "The pre-switch") on simgpu's
 // h200 device (a 140 µs switch): the periodic CUDA-graph HP of the H200's
 // pair (a request every 8 ms) beside the BERT-base batch 16 LP, under
-// `fikit serve --pre-switch`. The daemon asks the HP's hook for warm-ups and
+// `fikit serve --variant fikit+pre-switch` (the pre-switch is off by
+// default: an ablation, no user flag). The daemon asks the HP's hook for warm-ups and
 // most of them hit; on the device, the HP's median request is no longer
 // blocked by the switch back (simgpu's ground truth: its blocked time, the
 // warm-up's own left out). The gain is by construction on simgpu, whose
@@ -15,6 +16,9 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	variants "github.com/fikit/fikit/bench/variant"
+	"github.com/fikit/fikit/internal/stats"
 )
 
 func TestPreSwitchEndToEnd(t *testing.T) {
@@ -22,14 +26,14 @@ func TestPreSwitchEndToEnd(t *testing.T) {
 		hpRuns     = 120
 		hpInterval = 8 * time.Millisecond
 		switchNs   = 140_000
-		guardNs    = 1_000_000 // --pre-switch-guard's default
+		guardNs    = 1_000_000 // the pre-switch guard's default (scheduler.DefaultConfig)
 	)
 	requireBins(t, "fikit", "fikit-replay", "libfikit_hook.so", "simgpu/libcuda.so.1")
 	// The margin is this host's: with two spinning replayers and the
 	// daemon on two cores, the warm-up's trip from the daemon's stop to
 	// the device took 150-400 µs (timeline), past the 200 µs default, and
 	// a late warm-up leaves part of the switch in the request.
-	d := startServe(t, t.TempDir(), "", "--profile-runs", "20", "--pre-switch", "--pre-switch-margin", "500us")
+	d := startServe(t, t.TempDir(), "", "--profile-runs", "20", "--variant", variants.PreSwitchOn+",pre-switch-margin=500us")
 	env := simgpuEnv(t, uniqueShm(t), "FIKIT_SIMGPU_DEVICE=h200")
 	hp := replaySpec{trace: "scenario/graph_resnet50_b1", graph: true, cpuNs: -1, prio: 0, key: "preswitch-hp", sched: d.addr}
 	lp := replaySpec{trace: "scenario/bert_base_b16", cpuNs: -1, prio: 5, key: "preswitch-lp", sched: d.addr}
@@ -98,7 +102,7 @@ func TestPreSwitchEndToEnd(t *testing.T) {
 		}
 	}
 	slices.Sort(blocked)
-	p50, p90 := blocked[len(blocked)/2], blocked[len(blocked)*9/10]
+	p50, p90 := stats.QuantileSorted(blocked, 0.5), stats.QuantileSorted(blocked, 0.9)
 	t.Logf("HP blocked per run: p50 %s, p90 %s, max %s (switch %s); %d of %d runs blocked ≤ half a switch",
 		us(p50), us(p90), us(blocked[len(blocked)-1]), us(switchNs), unblocked, len(blocked))
 	// The hits were counted over the first seen runs; the unblocked runs

@@ -118,11 +118,13 @@ func TestProfileBesideBusyHighPriority(t *testing.T) {
 	// now and then some work of the high priority's (under 1 in 100 so
 	// far: docs/scheduler.md). Each kernel's median is
 	// within 5% (2 µs for the shortest: the hook's own error, FK_GAP_ERR_NS
-	// in measure.c) of the trace's mean; the mean is not judged, the host's
-	// stalls move it.
-	known, samples, stretched := keptDurations(t, fikit, d.dataDir, lp.key, tr, true)
-	_, aloneSamples, aloneStretched := keptDurations(t, fikit, d.dataDir, alone.key, tr, false)
-	t.Logf("alone: %d of %d durations stretched", aloneStretched, aloneSamples)
+	// in measure.c) of the trace's mean, alone; beside, within that plus
+	// the largest error the same host gave alone (a loaded host moves a
+	// short kernel's median by a little more than the hook's own error).
+	// The mean is not judged, the host's stalls move it.
+	_, aloneSamples, aloneStretched, aloneErr := keptDurations(t, fikit, d.dataDir, alone.key, tr, false, 0)
+	known, samples, stretched, _ := keptDurations(t, fikit, d.dataDir, lp.key, tr, true, aloneErr)
+	t.Logf("alone: %d of %d durations stretched; a short kernel's median off by %.0f ns at most", aloneStretched, aloneSamples, aloneErr)
 	allowed := max(samples/40, 2*aloneStretched*samples/max(aloneSamples, 1))
 	if stretched > allowed {
 		t.Errorf("%d of %d kept durations are stretched by half a switch or more (alone %d of %d)", stretched, samples, aloneStretched, aloneSamples)
@@ -138,11 +140,12 @@ func TestProfileBesideBusyHighPriority(t *testing.T) {
 }
 
 // keptDurations reads key's profile and checks it against the trace: each
-// known kernel's median within 5% (2 µs) of the trace's mean; it returns
-// the kernels whose durations are known, the durations kept, and how many
-// of them are longer than the trace's longest for their kernel by half a
-// switch or more. beside: the profile must hold runs kept beside others.
-func keptDurations(t *testing.T, fikit, dataDir, key string, tr *trace.Trace, beside bool) (known, samples, stretched int) {
+// known kernel's median within 5% (2 µs, plus slack) of the trace's mean;
+// it returns the kernels whose durations are known, the durations kept,
+// how many of them are longer than the trace's longest for their kernel by
+// half a switch or more, and the largest error of a median found. beside:
+// the profile must hold runs kept beside others.
+func keptDurations(t *testing.T, fikit, dataDir, key string, tr *trace.Trace, beside bool, slack float64) (known, samples, stretched int, maxErr float64) {
 	t.Helper()
 	r := runCmd(t, 30*time.Second, nil, fikit, "profile", "export", key, "--data-dir", dataDir)
 	if r.ExitCode != 0 {
@@ -176,8 +179,11 @@ func keptDurations(t *testing.T, fikit, dataDir, key string, tr *trace.Trace, be
 			sum += d
 		}
 		mean, longest := float64(sum)/float64(len(durs)), float64(slices.Max(durs))
-		if p50 := k.Duration.Quantile(0.5); math.Abs(p50-mean) > math.Max(0.05*mean, 2000) {
-			t.Errorf("%s grid %v: median duration %.0f ns, trace mean %.0f ns", k.Name, k.Grid, p50, mean)
+		p50 := k.Duration.Quantile(0.5)
+		if err := math.Abs(p50 - mean); err > math.Max(0.05*mean, 2000)+slack {
+			t.Errorf("%s grid %v: median duration %.0f ns, trace mean %.0f ns (allowed %.0f ns more)", k.Name, k.Grid, p50, mean, slack)
+		} else if 0.05*mean < 2000 {
+			maxErr = max(maxErr, err) // a short kernel's: the host's error
 		}
 		n := int(k.Duration.Count)
 		for j := 0; j < n; j++ {
@@ -191,5 +197,5 @@ func keptDurations(t *testing.T, fikit, dataDir, key string, tr *trace.Trace, be
 		}
 		samples += n
 	}
-	return known, samples, stretched
+	return known, samples, stretched, maxErr
 }

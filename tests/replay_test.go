@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fikit/fikit/bench/harness"
 	"github.com/fikit/fikit/kernelid"
 	"github.com/fikit/fikit/simgpu/trace"
 )
@@ -30,15 +31,8 @@ const (
 	replayTimeout = 90 * time.Second
 )
 
-type replayRun struct {
-	Run     int    `json:"run"`
-	StartNs int64  `json:"start_ns"`
-	JCTNs   int64  `json:"jct_ns"`
-	Kernels int    `json:"kernels"`
-	WaitNs  *int64 `json:"wait_ns"`
-	// BlockedNs: simgpu's ground truth of the run's GPU interference.
-	BlockedNs *int64 `json:"blocked_ns"`
-}
+// replayRun is a run of fikit-replay --json, as the harness reads it.
+type replayRun = harness.Run
 
 type replaySummary struct {
 	Runs   int     `json:"runs"`

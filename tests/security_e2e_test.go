@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fikit/fikit/internal/stats"
 	"github.com/fikit/fikit/udp"
 )
 
@@ -166,7 +167,7 @@ func TestSquatterDoesNotStopTheService(t *testing.T) {
 		}
 	}
 	due := int((squatFor - turn - 500*time.Millisecond) / interval)
-	t.Logf("while the squatter lived, after its turn: %d runs of the %d due, p50 JCT %v", len(jcts), due, time.Duration(p50(jcts)))
+	t.Logf("while the squatter lived, after its turn: %d runs of the %d due, p50 JCT %v", len(jcts), due, time.Duration(stats.Quantile(jcts, 0.5)))
 	if len(jcts) < due/2 {
 		t.Errorf("the squatter stopped the service: %d runs of the %d due after its turn", len(jcts), due)
 	}

@@ -9,12 +9,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fikit/fikit/bench/harness"
 )
 
 // daemonProc is a running `fikit serve`.
@@ -59,7 +60,8 @@ func startServe(t testing.TB, dataDir, addr string, args ...string) *daemonProc 
 // to every `fikit serve` a test starts, last, so that they win. It is how a
 // mechanism is turned off to show that its test fails without it
 // (docs/operations.md "Mechanism-off runs"), e.g.
-// FIKIT_TEST_SERVE_FLAGS=--hook-bound=false.
+// FIKIT_TEST_SERVE_FLAGS=--variant=,hook-bound=false (a variant of the
+// core's configuration, bench/variant: ablations are no user flags).
 func mechanismOff(t testing.TB) []string {
 	f := strings.Fields(os.Getenv("FIKIT_TEST_SERVE_FLAGS"))
 	if len(f) > 0 {
@@ -134,32 +136,19 @@ type replaySpec struct {
 	sched  string
 }
 
+// command is the replay's command line: bench/harness's, which `fikit
+// demo` and `fikit bench` run.
 func (s replaySpec) command(t testing.TB) (string, []string) {
-	bins := requireBins(t, "fikit", "fikit-replay", "libfikit_hook.so")
-	args := []string{"--trace", s.trace, "--runs", strconv.Itoa(s.runs), "--json", "--quiet"}
-	if s.cpuNs >= 0 {
-		args = append(args, "--cpu-ns", strconv.FormatInt(s.cpuNs, 10))
-	}
+	requireBins(t, "fikit", "fikit-replay", "libfikit_hook.so")
+	svc := harness.Service{Trace: s.trace, Runs: s.runs, Warmup: s.warmup, CPUNs: s.cpuNs, PostNs: s.postNs,
+		Every: s.interval, Hooked: s.hooked, Prio: s.prio, TaskKey: s.key, Scheduler: s.sched}
 	if s.graph {
-		args = append(args, "--graph")
-	}
-	if s.warmup > 0 {
-		args = append(args, "--warmup", strconv.Itoa(s.warmup))
-	}
-	if s.interval > 0 {
-		args = append(args, "--interval", s.interval.String())
+		svc.Args = append(svc.Args, "--graph")
 	}
 	if s.poisson > 0 {
-		args = append(args, "--poisson", strconv.FormatFloat(s.poisson, 'g', -1, 64), "--seed", strconv.Itoa(s.seed))
+		svc.Args = append(svc.Args, "--poisson", strconv.FormatFloat(s.poisson, 'g', -1, 64), "--seed", strconv.Itoa(s.seed))
 	}
-	if s.postNs > 0 {
-		args = append(args, "--post-ns", strconv.FormatInt(s.postNs, 10))
-	}
-	if !s.hooked {
-		return bins[1], args
-	}
-	run := []string{"run", "--priority", strconv.Itoa(s.prio), "--task-key", s.key, "--scheduler", s.sched, "--", bins[1]}
-	return bins[0], append(run, args...)
+	return harness.ReplayCommand(binDir(t), svc)
 }
 
 // profileFully replays s (hooked, s.runs runs) until the daemon holds its
@@ -197,40 +186,14 @@ func profileFully(t testing.TB, d *daemonProc, env []string, s replaySpec) profi
 // profileReplays bounds profileFully.
 const profileReplays = 5
 
-// parseRuns reads fikit-replay's per-run JSON lines (replayRun is in
-// replay_test.go).
+// parseRuns reads fikit-replay's per-run JSON lines.
 func parseRuns(t testing.TB, stdout string) []replayRun {
 	t.Helper()
-	var runs []replayRun
-	for _, line := range strings.Split(stdout, "\n") {
-		if !strings.HasPrefix(line, `{"run"`) {
-			continue
-		}
-		var r replayRun
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatalf("replay output %q: %v", line, err)
-		}
-		runs = append(runs, r)
+	runs, err := harness.ParseRuns(stdout)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return runs
-}
-
-func jcts(runs []replayRun) []int64 {
-	out := make([]int64, len(runs))
-	for i, r := range runs {
-		out[i] = r.JCTNs
-	}
-	return out
-}
-
-// p50 is the median (nearest rank).
-func p50(xs []int64) int64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]int64(nil), xs...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[(len(s)-1)/2]
 }
 
 func ms(ns int64) string { return fmt.Sprintf("%.3f ms", float64(ns)/1e6) }

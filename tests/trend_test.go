@@ -11,8 +11,9 @@ package tests
 import (
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
+
+	"github.com/fikit/fikit/internal/stats"
 )
 
 // theilSen is the median pairwise slope of ys over xs (0 with fewer than two
@@ -29,26 +30,7 @@ func theilSen(xs, ys []float64) float64 {
 	if len(slopes) == 0 {
 		return 0
 	}
-	slices.Sort(slopes)
-	n := len(slopes)
-	if n%2 == 1 {
-		return slopes[n/2]
-	}
-	return (slopes[n/2-1] + slopes[n/2]) / 2
-}
-
-// median of ys (0 if empty).
-func median(ys []float64) float64 {
-	if len(ys) == 0 {
-		return 0
-	}
-	s := slices.Clone(ys)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
+	return stats.Median(slopes)
 }
 
 // secondHalfRise is the rise the second half's Theil–Sen trend predicts
@@ -58,9 +40,9 @@ func secondHalfRise(xs, ys []float64) (rise, level float64) {
 	h := len(xs) / 2
 	x, y := xs[h:], ys[h:]
 	if len(x) < 2 {
-		return 0, median(y)
+		return 0, stats.Median(y)
 	}
-	return theilSen(x, y) * (x[len(x)-1] - x[0]), median(y)
+	return theilSen(x, y) * (x[len(x)-1] - x[0]), stats.Median(y)
 }
 
 // stillRising reports whether the second half rises by more than

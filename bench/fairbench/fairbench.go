@@ -17,6 +17,7 @@ import (
 
 	"github.com/fikit/fikit/bench/harness"
 	"github.com/fikit/fikit/daemon"
+	"github.com/fikit/fikit/internal/stats"
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/simgpu/timeline"
 	"github.com/fikit/fikit/simgpu/trace"
@@ -261,7 +262,7 @@ func hpAlone(ctx context.Context, o Options) (int64, error) {
 	if len(r.Runs) == 0 {
 		return 0, fmt.Errorf("HP alone completed no runs")
 	}
-	return harness.Quantile(r.JCTs(), 0.5), nil
+	return stats.Quantile(r.JCTs(), 0.5), nil
 }
 
 func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTrace string, alone int64) (*ModeResult, error) {
@@ -340,6 +341,7 @@ func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTr
 	}
 	to := monotonic() // the timeline's clock
 	st := d.Status()  // before the low-priority services leave
+	stAt := monotonic()
 	lpRes := stop()
 	if hpErr != nil {
 		return nil, hpErr
@@ -366,7 +368,7 @@ func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTr
 	}
 	sp, lp := pid(lpRes[0], short.TaskKey), pid(lpRes[1], long.TaskKey)
 	mr.ShortNs, mr.LongNs = timeline.BusyNs(recs, sp, from, to), timeline.BusyNs(recs, lp, from, to)
-	mr.ShortLifeNs, mr.LongLifeNs = timeline.BusyNs(recs, sp, 0, to), timeline.BusyNs(recs, lp, 0, to)
+	mr.ShortLifeNs, mr.LongLifeNs = timeline.ArrivedBusyNs(recs, sp, stAt), timeline.ArrivedBusyNs(recs, lp, stAt)
 	for _, t := range st.Tasks {
 		switch t.Key {
 		case short.TaskKey:
@@ -383,7 +385,7 @@ func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTr
 		mr.Ratio = max(a, b) / min(a, b)
 	}
 	if hpRes != nil {
-		mr.HPP50Ns, mr.HPP99Ns = harness.Quantile(hpRes.JCTs(), 0.5), harness.Quantile(hpRes.JCTs(), 0.99)
+		mr.HPP50Ns, mr.HPP99Ns = stats.Quantile(hpRes.JCTs(), 0.5), stats.Quantile(hpRes.JCTs(), 0.99)
 		mr.Interference = harness.InterferenceOf(hpRes, alone)
 	}
 	return mr, nil

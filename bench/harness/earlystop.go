@@ -3,6 +3,7 @@ package harness
 import (
 	"slices"
 
+	"github.com/fikit/fikit/internal/stats"
 	"github.com/fikit/fikit/simgpu/timeline"
 )
 
@@ -80,7 +81,7 @@ func SummarizeEarlyStop(stops []int64, counts []int) *EarlyStop {
 	if len(stops) == 0 {
 		return nil
 	}
-	e := &EarlyStop{Runs: len(stops), StopP50Ns: Quantile(stops, 0.5), StopP99Ns: Quantile(stops, 0.99)}
+	e := &EarlyStop{Runs: len(stops), StopP50Ns: stats.Quantile(stops, 0.5), StopP99Ns: stats.Quantile(stops, 0.99)}
 	sum := 0
 	for _, c := range counts {
 		sum += c

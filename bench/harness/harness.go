@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -143,18 +142,6 @@ type Service struct {
 	Args []string
 }
 
-// Run is one replayed run as fikit-replay reports it.
-type Run struct {
-	Run     int   `json:"run"`
-	StartNs int64 `json:"start_ns"`
-	JCTNs   int64 `json:"jct_ns"`
-	Kernels int   `json:"kernels"`
-	// BlockedNs is the run's GPU interference, ground truth from simgpu:
-	// the time its kernels were ready but waited for other contexts' kernels
-	// or context switches (nil where the device cannot tell).
-	BlockedNs *int64 `json:"blocked_ns,omitempty"`
-}
-
 // Proc is a running replay.
 type Proc struct {
 	svc    Service
@@ -169,35 +156,8 @@ type Proc struct {
 
 // Start launches a replay of svc on this Env's device.
 func (e *Env) Start(ctx context.Context, svc Service) (*Proc, error) {
-	args := []string{"--trace", svc.Trace, "--runs", strconv.Itoa(svc.Runs), "--json", "--quiet"}
-	if svc.CPUNs >= 0 {
-		args = append(args, "--cpu-ns", strconv.FormatInt(svc.CPUNs, 10))
-	}
-	if svc.Warmup > 0 {
-		args = append(args, "--warmup", strconv.Itoa(svc.Warmup))
-	}
-	if svc.PreNs > 0 {
-		args = append(args, "--pre-ns", strconv.FormatInt(svc.PreNs, 10))
-	}
-	if svc.PostNs > 0 {
-		args = append(args, "--post-ns", strconv.FormatInt(svc.PostNs, 10))
-	}
-	if svc.Every > 0 {
-		args = append(args, "--interval", svc.Every.String())
-	}
-	args = append(args, svc.Args...)
-	replay := filepath.Join(e.opt.Bin, "fikit-replay")
-	var cmd *exec.Cmd
-	if svc.Hooked {
-		run := []string{"run", "--priority", strconv.Itoa(svc.Prio), "--scheduler", svc.Scheduler}
-		if svc.TaskKey != "" {
-			run = append(run, "--task-key", svc.TaskKey)
-		}
-		run = append(run, "--", replay)
-		cmd = exec.CommandContext(ctx, filepath.Join(e.opt.Bin, "fikit"), append(run, args...)...)
-	} else {
-		cmd = exec.CommandContext(ctx, replay, args...)
-	}
+	name, args := ReplayCommand(e.opt.Bin, svc)
+	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = append(e.environ(), svc.Env...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 5 * time.Second
@@ -230,11 +190,7 @@ func (p *Proc) read(out io.Reader) {
 			}
 			continue
 		}
-		if !bytes.HasPrefix(line, []byte(`{"run"`)) {
-			continue
-		}
-		var r Run
-		if json.Unmarshal(line, &r) == nil {
+		if r, ok, err := ParseRun(line); ok && err == nil {
 			p.mu.Lock()
 			p.runs = append(p.runs, r)
 			p.mu.Unlock()
@@ -293,13 +249,7 @@ type Result struct {
 }
 
 // JCTs returns the runs' JCTs in ns.
-func (r *Result) JCTs() []int64 {
-	out := make([]int64, len(r.Runs))
-	for i, x := range r.Runs {
-		out[i] = x.JCTNs
-	}
-	return out
-}
+func (r *Result) JCTs() []int64 { return JCTs(r.Runs) }
 
 // Blocked returns the runs' blocked time in ns (runs without it are left out).
 func (r *Result) Blocked() []int64 {

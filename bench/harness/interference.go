@@ -1,6 +1,9 @@
 package harness
 
-import "github.com/fikit/fikit/simgpu/timeline"
+import (
+	"github.com/fikit/fikit/internal/stats"
+	"github.com/fikit/fikit/simgpu/timeline"
+)
 
 // Interference splits a high-priority service's wall-clock slowdown into
 // what the GPU did to it and what the host did: the figure users read.
@@ -27,7 +30,7 @@ func InterferenceOf(r *Result, aloneP50Ns int64) Interference {
 	if aloneP50Ns <= 0 || r == nil || len(r.Runs) == 0 {
 		return in
 	}
-	in.WallRatio = float64(Quantile(r.JCTs(), 0.5)) / float64(aloneP50Ns)
+	in.WallRatio = float64(stats.Quantile(r.JCTs(), 0.5)) / float64(aloneP50Ns)
 	blocked := r.Blocked()
 	in.Runs = len(blocked)
 	if len(blocked) != len(r.Runs) {
@@ -38,6 +41,6 @@ func InterferenceOf(r *Result, aloneP50Ns int64) Interference {
 	for i, x := range r.Runs {
 		net[i] = x.JCTNs - *x.BlockedNs
 	}
-	in.HostRatio = float64(Quantile(net, 0.5)) / float64(aloneP50Ns)
+	in.HostRatio = float64(stats.Quantile(net, 0.5)) / float64(aloneP50Ns)
 	return in
 }

@@ -1,11 +1,10 @@
 package sim
 
 import (
-	"math"
-	"sort"
 	"testing"
 	"time"
 
+	"github.com/fikit/fikit/internal/stats"
 	"github.com/fikit/fikit/simgpu/devmodel"
 )
 
@@ -70,11 +69,7 @@ func simulatePair(t *testing.T, p h200Pair, dev devmodel.Config, late time.Durat
 		}
 		res[m] = r
 	}
-	q := func(r *Result, f float64) float64 {
-		v := append([]int64(nil), r.Services[0].JCTs...)
-		sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
-		return float64(v[int(math.Round(f*float64(len(v)-1)))])
-	}
+	q := func(r *Result, f float64) float64 { return float64(stats.Quantile(r.Services[0].JCTs, f)) }
 	// The LP's runs per second inside the HP's span, as tests/gpu's
 	// summary counts them, against its rate alone.
 	rate := func(r *Result) float64 {

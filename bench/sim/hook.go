@@ -3,6 +3,7 @@ package sim
 import (
 	"time"
 
+	"github.com/fikit/fikit/hookclient/bound"
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/simgpu/devmodel"
 )
@@ -50,10 +51,6 @@ type hookState struct {
 // countBound is FIKIT_INFLIGHT's default: a holder's kernels in flight
 // while the daemon sent no µs bound.
 const countBound = 2
-
-// launchLatency is what the hook's cursor allows for a launch to reach the
-// device (about a real GPU's; the preset's is its own).
-const launchLatency = 5_000
 
 // resumeWake is how long a thread waiting for the board takes to wake
 // after a better priority's run ends there (a futex wake).
@@ -109,29 +106,14 @@ func (s *sim) boundAt(st *svcState, k Kernel, resume bool) int64 {
 		return s.now
 	}
 	if s.usBound(st) {
-		bound, d := st.h.ktBound, st.dur(k.ID)
-		cur := s.board.lpCursor
-		in := max(0, cur-s.now)
-		if d > bound {
-			// A kernel longer than the bound goes after its task's own
-			// work, the others' within the bound.
-			if own := st.h.cursor; own > s.now || in > bound {
-				return max(own, cur-bound)
-			}
-		} else if in+d > bound {
-			return cur - (bound - d)
-		}
 		h := s.board.hint
-		switch {
-		case h.NextNs == scheduler.NoneExpected || h.NextNs == 0:
-		case h.NextNs > s.now && in+d > h.NextNs-s.now:
-			// It would still run when a better priority is predicted
-			// back: not before it has come, or its window passed.
-			return max(h.NextNs, h.NextLateNs) + 1
-		case h.NextNs <= s.now && s.now <= h.NextLateNs:
-			return h.NextLateNs + 1 // it is due
+		better := false
+		for p := range st.spec.Priority {
+			better = better || s.inRun(uint8(p))
 		}
-		return s.now
+		v := bound.View{GPU: s.board.lpCursor, Own: st.h.cursor, Next: hintNext(h), Late: h.NextLateNs,
+			Slack: h.Slack, FillUntil: h.FillUntilNs, Budget: h.BoundNs, InRun: better}
+		return bound.Until(v, s.now, st.dur(k.ID), st.h.ktBound)
 	}
 	if (st.role != scheduler.RoleHolder || st.h.asks) && !resume {
 		return s.now
@@ -149,31 +131,29 @@ func (s *sim) boundAt(st *svcState, k Kernel, resume bool) int64 {
 	return s.now
 }
 
-// resumeOK: st, a waiter without a grant, may launch k on the board's word:
-// its priority is the one the daemon lets resume, every better priority is
-// between runs, and their predicted next run leaves a switch and k's time.
+// resumeOK: st, a waiter without a grant, may launch k on the board's word
+// (hookclient/bound.h's fk_resume_ok): its priority is the one the daemon
+// lets resume, every better priority is between runs, and their predicted
+// next run leaves a switch and k's time.
 func (s *sim) resumeOK(st *svcState, k Kernel) bool {
 	h := s.board.hint
-	if !s.opts.Board || !h.Resume || st.id != h.ResumeTask || st.h.kt == nil {
+	if !s.opts.Board || st.h.kt == nil {
 		return false
 	}
+	better := false
 	for p := range st.spec.Priority {
-		if s.inRun(uint8(p)) {
-			return false
-		}
+		better = better || s.inRun(uint8(p))
 	}
+	r := bound.Resume{On: h.Resume, TaskOK: st.id == h.ResumeTask, BetterInRun: better, Next: hintNext(h), SwitchNs: h.SwitchNs}
+	return bound.ResumeOK(r, s.board.lpCursor, s.now, st.dur(k.ID))
+}
+
+// hintNext is the hint's next predicted run as the hook reads it.
+func hintNext(h scheduler.BoardHint) int64 {
 	if h.NextNs == scheduler.NoneExpected {
-		return true
+		return bound.NextNone
 	}
-	// k must be done before the better priority's next run; and where
-	// nothing of st's is in flight, the gap must pay for the switch to st
-	// and the one back too.
-	in := max(0, s.board.lpCursor-s.now)
-	need := in + st.dur(k.ID)
-	if in == 0 {
-		need += 2 * h.SwitchNs
-	}
-	return h.NextNs > s.now && h.NextNs-s.now >= need
+	return h.NextNs
 }
 
 // inRun: the board shows priority p inside a run (a launch since its
@@ -188,13 +168,13 @@ func (s *sim) inRun(p uint8) bool {
 // st's last launch, after the switch to st's context; under the count
 // bound it is one more in flight.
 func (s *sim) tookOff(st *svcState, q uint64, d int64) {
-	base := s.now + launchLatency
+	var switchIn int64
 	if s.opts.Board && s.above(st) > st.h.last {
-		base += s.board.hint.SwitchNs
+		switchIn = s.board.hint.SwitchNs
 	}
 	if s.usBound(st) {
-		st.h.cursor = max(st.h.cursor, base) + d
-		s.board.lpCursor = max(s.board.lpCursor, base) + d
+		st.h.cursor = bound.CursorAfter(st.h.cursor, s.now, d, switchIn)
+		s.board.lpCursor = bound.CursorAfter(s.board.lpCursor, s.now, d, switchIn)
 	}
 	st.h.last = s.now
 	if st.h.ktBound == 0 {

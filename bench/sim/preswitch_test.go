@@ -1,11 +1,10 @@
 package sim
 
 import (
-	"math"
-	"sort"
 	"testing"
 	"time"
 
+	"github.com/fikit/fikit/internal/stats"
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/simgpu/devmodel"
 )
@@ -58,9 +57,7 @@ func simulatePreSwitch(t *testing.T, poisson bool, settings ...[]string) (sharin
 	}
 	// The first requests are the bench's warm-up (svc.Warmup), left out.
 	q := func(r *Result, f float64) float64 {
-		v := append([]int64(nil), r.Services[0].JCTs[preSwitchWarmup:]...)
-		sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
-		return float64(v[int(math.Round(f*float64(len(v)-1)))])
+		return float64(stats.Quantile(r.Services[0].JCTs[preSwitchWarmup:], f))
 	}
 	alone := q(run(Exclusive, nil), 0.5)
 	fig := func(r *Result) preSwitchFigures {
@@ -71,7 +68,13 @@ func simulatePreSwitch(t *testing.T, poisson bool, settings ...[]string) (sharin
 		fikit = append(fikit, fig(run(Fikit, func(c *scheduler.Config) {
 			for _, kv := range set {
 				k, v, _ := cut(kv)
-				s, _ := scheduler.LookupSetting(k)
+				s, ok := scheduler.LookupSetting(k)
+				if !ok {
+					s, ok = scheduler.LookupAblation(k) // the pre-switch and its parameters
+				}
+				if !ok {
+					t.Fatalf("no setting %s", k)
+				}
 				if err := s.Set(c, v); err != nil {
 					t.Fatal(err)
 				}

@@ -3,9 +3,11 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
+	"github.com/fikit/fikit/internal/stats"
 	"github.com/fikit/fikit/kernelid"
 	"github.com/fikit/fikit/profiler"
 	"github.com/fikit/fikit/simgpu/devmodel"
@@ -157,22 +159,10 @@ func Summarize(jcts []int64) Summary {
 	if len(jcts) == 0 {
 		return s
 	}
-	v := append([]int64(nil), jcts...)
-	sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
-	q := func(p float64) float64 {
-		i := int(math.Ceil(p*float64(len(v)))) - 1
-		return float64(v[min(max(i, 0), len(v)-1)])
-	}
+	v := slices.Sorted(slices.Values(jcts))
+	q := func(p float64) float64 { return float64(stats.QuantileSorted(v, p)) }
 	s.P50, s.P90, s.P99 = q(0.5), q(0.9), q(0.99)
-	for _, x := range v {
-		s.Mean += float64(x)
-	}
-	s.Mean /= float64(len(v))
-	for _, x := range v {
-		d := float64(x) - s.Mean
-		s.StdNs += d * d
-	}
-	s.StdNs = math.Sqrt(s.StdNs / float64(len(v)))
+	s.Mean, s.StdNs = stats.MeanStd(v)
 	if s.Mean > 0 {
 		s.CV = s.StdNs / s.Mean
 	}

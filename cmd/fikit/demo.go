@@ -16,6 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fikit/fikit/bench/harness"
+	"github.com/fikit/fikit/bench/variant"
+	"github.com/fikit/fikit/internal/stats"
 	"github.com/fikit/fikit/profiler"
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/simgpu/devmodel"
@@ -45,6 +47,8 @@ func demoCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the results as JSON"},
 			&cli.BoolFlag{Name: "verbose", Usage: "show the daemon's log"},
 			&cli.BoolFlag{Name: "gpu", Usage: "run on this machine's GPU (the CUDA driver the loader finds) instead of simgpu: wall-clock figures only, no ground truth"},
+			&cli.StringFlag{Name: variantFlag, Hidden: true,
+				Usage: "for the bench's before/after only: NAME[,setting=value...], an ablation of the scheduler (bench/variant)"},
 			&cli.StringFlag{Name: "board", Value: "on", Usage: "the hooks' board gate: on, or off (every decision by UDP, as in the paper)"},
 			&cli.BoolFlag{Name: "record", Usage: "record the daemon's decisions to decisions.jsonl in the work directory (with --keep; for fikit trace)"},
 		},
@@ -86,7 +90,7 @@ func demoCommand() *cli.Command {
 				hpCPU: c.Int64("hp-cpu-ns"), lpCPU: c.Int64("lp-cpu-ns"), interval: c.Duration("interval"), hpGraph: c.Bool("hp-graph"),
 				runs: c.Int("runs"), profileRuns: c.Int("profile-runs"), model: c.String("model"), device: c.String("device"),
 				verbose: c.Bool("verbose"), progress: progress, record: c.Bool("record"),
-				gpu: c.Bool("gpu"), boardOff: c.String("board") == "off",
+				gpu: c.Bool("gpu"), boardOff: c.String("board") == "off", variant: c.String(variantFlag),
 			})
 			if err != nil {
 				return err
@@ -111,6 +115,7 @@ type demoOptions struct {
 	verbose, record, gpu, boardOff    bool
 	hpGraph                           bool
 	progress                          io.Writer
+	variant                           string // bench/variant spec, "" the defaults
 }
 
 // DemoMode is one way of running the pair.
@@ -173,6 +178,15 @@ func runDemo(ctx context.Context, o demoOptions) (*DemoResult, error) {
 	}
 	defer env.Close()
 	cfg := scheduler.DefaultConfig()
+	if o.variant != "" {
+		apply, err := variant.Parse(o.variant)
+		if err == nil {
+			err = apply(&cfg)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", variantFlag, err)
+		}
+	}
 	cfg.ProfileRuns = o.profileRuns
 	var dlog io.Writer
 	if o.verbose {
@@ -292,9 +306,9 @@ func runDemo(ctx context.Context, o demoOptions) (*DemoResult, error) {
 
 func modeOf(hp *harness.Result, pair *harness.PairResult, aloneJCTs []int64) DemoMode {
 	j := hp.JCTs()
-	m := DemoMode{HPp10Ns: harness.Quantile(j, 0.1), HPp50Ns: harness.Quantile(j, 0.5), HPp99Ns: harness.Quantile(j, 0.99), HPRuns: len(j)}
-	m.HPMeanNs, _ = harness.MeanCV(j)
-	base := harness.Quantile(aloneJCTs, 0.5)
+	m := DemoMode{HPp10Ns: stats.Quantile(j, 0.1), HPp50Ns: stats.Quantile(j, 0.5), HPp99Ns: stats.Quantile(j, 0.99), HPRuns: len(j)}
+	m.HPMeanNs, _ = stats.MeanCV(j)
+	base := stats.Quantile(aloneJCTs, 0.5)
 	if aloneJCTs == nil {
 		base = m.HPp50Ns
 	}

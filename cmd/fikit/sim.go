@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/fikit/fikit/bench/sim"
+	"github.com/fikit/fikit/bench/variant"
 	"github.com/fikit/fikit/profiler"
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/simgpu/devmodel"
@@ -193,26 +194,20 @@ func simCommand() *cli.Command {
 	}
 }
 
-// variantNames are scheduler.Variants' names.
-func variantNames() []string {
-	var names []string
-	for _, v := range scheduler.Variants {
-		names = append(names, v.Name)
-	}
-	return names
-}
+// variantNames are the variants' names (bench/variant).
+func variantNames() []string { return variant.Names() }
 
-// parseVariants reads --variants: names of scheduler.Variants, or all.
-func parseVariants(list string) ([]scheduler.Variant, error) {
+// parseVariants reads --variants: names of variant.Variants, or all.
+func parseVariants(list string) ([]variant.Variant, error) {
 	if list == "" {
 		return nil, nil
 	}
 	if list == "all" {
-		return scheduler.Variants, nil
+		return variant.Variants, nil
 	}
-	var out []scheduler.Variant
+	var out []variant.Variant
 	for _, name := range strings.Split(list, ",") {
-		v, ok := scheduler.LookupVariant(strings.TrimSpace(name))
+		v, ok := variant.Lookup(strings.TrimSpace(name))
 		if !ok {
 			return nil, fmt.Errorf("no variant %q (%s, or all)", name, strings.Join(variantNames(), ", "))
 		}

@@ -62,7 +62,7 @@ func TestSimDevicePresets(t *testing.T) {
 }
 
 // --variants adds a fikit row per ablation of the gate (all: every one of
-// scheduler.Variants); an unknown name is a usage error.
+// variant.Variants); an unknown name is a usage error.
 func TestSimVariants(t *testing.T) {
 	svc := []string{"fikit", "sim", "--service", "trace=scenario/graph_resnet50_b1,graph=true,prio=0,every=8ms,runs=20",
 		"--service", "trace=scenario/bert_base_b16,prio=5", "--mode", "fikit", "--json"}

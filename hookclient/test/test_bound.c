@@ -81,17 +81,17 @@ int main(int argc, char **argv)
 	bv.gpu = bv.own = now + 2850 * US, bv.until = now + 2800 * US;
 	CHECK(fk_bound_until(&bv, now + 2700 * US, 50 * US, 200 * US) == now + 2700 * US,
 	      "near: within the budget, ending by next");
-	/* Due (next passed, before late): the budget, not nothing — the floor
-	 * that keeps the low priority going where windows keep closing. */
+	/* Due (next passed, before late): nothing, until late (which the
+	 * daemon caps); past it, a late arrival: the budget. */
 	now = 1000 * US;
-	bv = (fk_bound_view){.gpu = now + 50 * US, .own = now + 50 * US, .next = now - 100 * US, .late = now + 900 * US,
+	bv = (fk_bound_view){.gpu = now + 50 * US, .own = now + 50 * US, .next = now - 100 * US, .late = now + 400 * US,
 			     .slack = 1, .until = now - 150 * US, .budget = 200 * US};
-	CHECK(fk_bound_until(&bv, now, 100 * US, 200 * US) == now, "due: within the budget it goes");
-	CHECK(fk_bound_until(&bv, now, 180 * US, 200 * US) == now + 30 * US, "due: waits for room in the budget");
+	CHECK(fk_bound_until(&bv, now, 100 * US, 200 * US) == now + 400 * US + 1, "due: nothing until late");
+	bv.late = now - 1;
+	CHECK(fk_bound_until(&bv, now, 100 * US, 200 * US) == now, "late: within the budget it goes");
+	CHECK(fk_bound_until(&bv, now, 180 * US, 200 * US) == now + 30 * US, "late: waits for room in the budget");
 	bv.gpu = bv.own = now;
-	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == now, "due: a kernel longer than the budget alone");
-	bv.slack = 0;
-	CHECK(fk_bound_until(&bv, now, 100 * US, 200 * US) == now + 900 * US + 1, "(the fixed rule: nothing while due)");
+	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == now, "late: a kernel longer than the budget alone");
 	/* Unpredictable arrivals (no fill_until) and a better priority inside
 	 * its run: the budget alone, whatever next says. */
 	bv = (fk_bound_view){.gpu = now + 150 * US, .own = now + 150 * US, .next = now + 100 * US, .late = now + 500 * US,

@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
+
+	"github.com/fikit/fikit/internal/stats"
 )
 
 // ErrFormat is wrapped by every error about a malformed timeline line.
@@ -194,6 +197,20 @@ func BusyNs(recs []Record, pid int, from, to int64) int64 {
 	return busy
 }
 
+// ArrivedBusyNs is the GPU time of pid's kernels that arrived (were
+// launched) before to, wherever they ran: what a scheduler that accounts
+// a launch when it is made has accounted by then.
+func ArrivedBusyNs(recs []Record, pid int, to int64) int64 {
+	var busy int64
+	for _, r := range recs {
+		if r.PID != pid || r.IsHookProbe() || r.ArriveNs >= to {
+			continue
+		}
+		busy += r.EndNs - r.StartNs
+	}
+	return busy
+}
+
 // Span is a half-open interval of CLOCK_MONOTONIC time, e.g. one run.
 type Span struct{ From, To int64 }
 
@@ -239,12 +256,7 @@ func InterferencePct(blocked []int64, aloneNs int64) (p50, p99 float64) {
 	if len(blocked) == 0 || aloneNs <= 0 {
 		return 0, 0
 	}
-	s := append([]int64(nil), blocked...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	rank := func(p float64) int64 {
-		i := int(p/100*float64(len(s))+0.999999) - 1
-		return s[min(max(i, 0), len(s)-1)]
-	}
+	s := slices.Sorted(slices.Values(blocked))
 	pct := func(v int64) float64 { return 100 * float64(v) / float64(aloneNs) }
-	return pct(rank(50)), pct(rank(99))
+	return pct(stats.QuantileSorted(s, 0.5)), pct(stats.QuantileSorted(s, 0.99))
 }

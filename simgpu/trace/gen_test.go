@@ -4,8 +4,9 @@ import (
 	"errors"
 	"math"
 	"slices"
-	"sort"
 	"testing"
+
+	"github.com/fikit/fikit/internal/stats"
 )
 
 func TestGenDeterministic(t *testing.T) {
@@ -80,8 +81,7 @@ func TestGenDistributions(t *testing.T) {
 		for i, k := range ks {
 			v[i] = float64(f(k))
 		}
-		sort.Float64s(v)
-		return v[len(v)/2]
+		return stats.Quantile(v, 0.5)
 	}
 	if m := median(func(k Kernel) int64 { return k.HostNs }, tr.Kernels); math.Abs(m-10_000) > 500 {
 		t.Errorf("host median %v, want ≈ 10000", m)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fikit/fikit/internal/stats"
 )
 
 var rewriteScenarios = flag.Bool("rewrite-scenarios", false, "rewrite scenario/*.csv from their derivations")
@@ -124,12 +126,5 @@ func median(t *Trace) int64 {
 	for i, k := range t.Kernels {
 		d[i] = k.DurationNs
 	}
-	for i := range d {
-		for j := i + 1; j < len(d); j++ {
-			if d[j] < d[i] {
-				d[i], d[j] = d[j], d[i]
-			}
-		}
-	}
-	return d[len(d)/2]
+	return stats.Quantile(d, 0.5)
 }

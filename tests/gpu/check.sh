@@ -69,7 +69,7 @@ step 150 hook-bench "$B/hook-bench" --json --hook "$B/libfikit_hook.so" --ptx ho
 cat "$work/hook-bench.json"
 
 say "5. switch-aware gating: CUDA-graph HP every 8 ms + BERT-16 LP"
-today=--switch-cost=25us,--switch-aware=false,--hook-bound=false,--holder-ttl-alpha=0,--board-resume=false
+today=--variant=today
 mkdir -p "$work/gating"
 TORCH_HP="--model resnet50 --batch 1 --graph" TORCH_LP="--model bert --batch 16" TORCH_EVERY=8 \
 	step 300 gating tests/gpu/torch.sh "$work/gating" sharing "today:on:$today" fikit:on

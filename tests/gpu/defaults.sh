@@ -16,7 +16,7 @@
 # 2. The CUDA-graph pair of tests/gpu/torch.sh: ResNet-50 batch 1 (one graph
 #    replay a request, a request every 8 ms, open loop) beside BERT-base
 #    batch 16 back to back, in two interleaved rounds of default sharing,
-#    fikit with the defaults and fikit --pre-switch (TORCH_RUNS requests of
+#    fikit with the defaults and fikit --variant=fikit+pre-switch (TORCH_RUNS requests of
 #    the HP a mode and round: 2 x 600 = 1200 a mode, 9.6 s of arrivals),
 #    then the HP alone again, so that drift of the GPU over the run shows.
 #    The last daemon's status (the switch its hooks measured, the pre-switch
@@ -46,8 +46,8 @@ python3 tests/gpu/calibrate.py probe "$out/probe-gpu.jsonl" "$out/probe-gpu.json
 say "2. CUDA-graph ResNet-50 b1 every 8 ms + BERT-base b16: two rounds"
 TORCH_HP="--model resnet50 --batch 1 --graph" TORCH_LP="--model bert --batch 16" TORCH_EVERY=8 TORCH_RUNS=$runs \
 	step 300 "torch pair" tests/gpu/torch.sh "$out" \
-	sharing fikit:on fikit-pre:on:--pre-switch \
-	sharing2 fikit2:on fikit-pre2:on:--pre-switch alone-end
+	sharing fikit:on fikit-pre:on:--variant=fikit+pre-switch \
+	sharing2 fikit2:on fikit-pre2:on:--variant=fikit+pre-switch alone-end
 python3 - "$out/torch-status.json" <<'PY'
 import json, sys
 try:

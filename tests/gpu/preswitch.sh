@@ -17,7 +17,7 @@
 #    that only switches does not refill the L2).
 # 2. The periodic pair with PyTorch, pre-switch off vs on: a CUDA-graph
 #    ResNet-50 batch 1 HP (a request every 8 ms) beside BERT-base batch 16,
-#    under default sharing, fikit, and fikit --pre-switch (tests/gpu/torch.sh;
+#    under default sharing, fikit, and fikit --variant=fikit+pre-switch (tests/gpu/torch.sh;
 #    summary.py's table), with the daemon's pre-switch counters.
 # If part 1 shows that a kernel does not make a context resident, or that
 # an idle GPU switches in the background, the pre-switch cannot help there:
@@ -44,7 +44,7 @@ python3 tests/gpu/calibrate.py probe "$out/probe-gpu.jsonl" "$out/probe-sim.json
 
 say "2. CUDA-graph ResNet-50 every 8 ms + BERT-base b16: pre-switch off vs on"
 TORCH_HP="--model resnet50 --batch 1 --graph" TORCH_LP="--model bert --batch 16" TORCH_EVERY=8 \
-	step 420 "torch pair" tests/gpu/torch.sh "$out" sharing fikit:on fikit-pre:on:--pre-switch
+	step 420 "torch pair" tests/gpu/torch.sh "$out" sharing fikit:on fikit-pre:on:--variant=fikit+pre-switch
 python3 - "$out/torch-status.json" <<'PY'
 import json, sys
 try:

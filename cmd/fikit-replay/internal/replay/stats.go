@@ -3,6 +3,8 @@ package replay
 import (
 	"math"
 	"slices"
+
+	"github.com/fikit/fikit/internal/stats"
 )
 
 // Summary describes the JCTs of the measured runs.
@@ -23,32 +25,8 @@ func Summarize(jcts []int64) Summary {
 	if n == 0 {
 		return Summary{}
 	}
-	s := slices.Clone(jcts)
-	slices.Sort(s)
-	var sum float64
-	for _, v := range s {
-		sum += float64(v)
-	}
-	mean := sum / float64(n)
-	var ss float64
-	for _, v := range s {
-		d := float64(v) - mean
-		ss += d * d
-	}
-	cv := 0.0
-	if mean > 0 {
-		cv = math.Sqrt(ss/float64(n)) / mean
-	}
-	return Summary{Runs: n, P50Ns: Percentile(s, 50), P90Ns: Percentile(s, 90), P99Ns: Percentile(s, 99),
-		MeanNs: int64(math.Round(mean)), CV: cv, MinNs: s[0], MaxNs: s[n-1]}
-}
-
-// Percentile is the nearest-rank p-th percentile of sorted (ascending), 0 if empty.
-func Percentile(sorted []int64, p float64) int64 {
-	n := len(sorted)
-	if n == 0 {
-		return 0
-	}
-	i := int(math.Ceil(p/100*float64(n))) - 1
-	return sorted[min(max(i, 0), n-1)]
+	s := slices.Sorted(slices.Values(jcts))
+	mean, cv := stats.MeanCV(s)
+	return Summary{Runs: n, P50Ns: stats.QuantileSorted(s, 0.5), P90Ns: stats.QuantileSorted(s, 0.9),
+		P99Ns: stats.QuantileSorted(s, 0.99), MeanNs: int64(math.Round(mean)), CV: cv, MinNs: s[0], MaxNs: s[n-1]}
 }
