@@ -403,9 +403,10 @@ static uint8_t settle(mstate *m, uint32_t runs_T)
 	 * FK_GAP_ERR_NS (a fifth of the 10 µs the profile's gaps are held to:
 	 * a stall of 2·T µs or more), the run is reported without records (the
 	 * daemon discards it), unless the service has such stalls in every
-	 * run: then they go, rather than never. (The bound was 250 ns of a
-	 * kernel ID's mean, when a stalled kernel's duration was a guess too:
-	 * on a busy 2-core host it withheld a third of a waiter's runs.) */
+	 * run: then they go, rather than never. (The bound was a fraction of
+	 * a kernel ID's mean, when a stalled kernel's duration was a guess too:
+	 * on a busy host it withheld too many of a waiter's runs, docs/design.md
+	 * "Profiles".) */
 	if (mean_err > FK_GAP_ERR_NS && m->ambiguous_runs < FK_AMBIGUOUS_SKIP) {
 		m->ambiguous_runs++;
 		fk_log(FK_LOG_DEBUG, "a run's kernel start uncertain by %lld ns: not reported", (long long)worst_off);

@@ -9,6 +9,19 @@
 // discrete-event simulator (package sim) own those, and the same event
 // sequence always yields the same decisions.
 //
+// # Shape
+//
+// Whether a waiting kernel may go now is a list of gates (gate.go: the
+// switch calibration, the pre-switch, a place held after a restart, a
+// profiling holder, a waiter's profiling run), applied in one place; a
+// fill policy (policy.go) only ranks the kernels the gates admitted, the
+// skip limit judged once. Each feature keeps its state in a type of its
+// own embedded in task (state.go), reports when time alone next changes
+// its decisions, and owns its counters and their /metrics rows
+// (features.go); the next tick is the least over the features and the
+// gates. Settings (settings.go) are the users' knobs; ablations
+// (ablations.go) are configuration only variants set (bench/variant).
+//
 // # Policy (per GPU, each GPU independent; paper §3.2, Algorithms 1–2)
 //
 //   - Ten priority levels, 0 highest. The holders of a GPU are its live tasks

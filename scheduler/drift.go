@@ -26,8 +26,8 @@ import (
 //
 // Gaps are not compared: they are host time, and a profile's mean gap at a
 // position holds the rare long host delays of its runs (a preempted
-// launching thread: on a busy 2-core host single gaps of milliseconds made
-// means of 100–300 µs where the gap is 7 µs in most runs), so a sampled
+// launching thread: on a busy host single gaps of milliseconds made means
+// many times the gap of most runs, docs/scheduler.md "Drift"), so a sampled
 // run's gaps differ from it without anything having changed. The online
 // correction (GapEWMA) learns the gaps the daemon sees instead.
 //

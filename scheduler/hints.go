@@ -54,8 +54,8 @@ func (n *Node) sendKernelTimes(t *task) {
 		// The mean, not the p90 a waiting kernel is granted by: the
 		// cursor adds the durations up, and one biased long holds the
 		// GPU idle by the bias at every launch that waits (an ID of
-		// varied durations lost a third of its throughput to the p90,
-		// in the simulator). What a returning holder meets is then the
+		// varied durations lost much of its throughput to the p90:
+		// docs/scheduler.md "The µs bound"). What a returning holder meets is then the
 		// bound on average, more where one ID's durations vary.
 		kt.Kernels = append(kt.Kernels, KernelTime{ID: id, Ns: max(k.MeanNs, 1)})
 	}

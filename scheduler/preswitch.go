@@ -4,7 +4,7 @@ import "strings"
 
 // This file is the pre-switch (docs/scheduler.md "The pre-switch"): on a
 // time-sliced GPU a holder's request after low-priority work pays the
-// context switch back to its context (about 140 µs on an H200) inside the
+// context switch back to its context (docs/scheduler.md has its cost) inside the
 // request. Ahead of the holder's predicted next run the core stops the low
 // priorities early enough for their work to drain and asks the holder's
 // hook for a warm-up: one tiny launch of the hook's own kernel in the
@@ -151,8 +151,8 @@ func (n *Node) preSwitchStep(g *gpu) {
 	// in flight or not: on a time-sliced device it waits behind that work,
 	// and the device switches to the holder's context as soon as theirs has
 	// nothing left. (Waiting for their predicted end, from p90 durations,
-	// found it past the request now and then, and no warm-up went: the
-	// simulator's periodic pair paid the switch in 3 of 300 requests.)
+	// found it past the request now and then, and no warm-up went:
+	// docs/scheduler.md "The pre-switch".)
 	n.revokeCredit(g)
 	p.seq++
 	p.warmed = n.now
@@ -257,8 +257,8 @@ func (t *task) steadyArrivals() bool {
 // woke for it; the run-gap predictor anchors the next run on the latest
 // start (one late start moved the prediction past the next tick, and the
 // request came before its warm-up) or on the latest run end (an eager
-// service seen to end a run early had its warm-ups asked 6 ms early, each
-// a miss that cost the low priority the rest of the interval). Projected
+// service seen to end a run early had its warm-ups asked far too early,
+// each a miss that cost the low priority the rest of the interval). Projected
 // from each of its recent starts by their mean interval, the earliest
 // tick after the latest start is the clock's; the predicted next launch
 // where no interval is known.

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -173,5 +174,51 @@ func TestConfigJSON(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"min_gap_ns": "100us"}`), &back); err == nil || !strings.Contains(err.Error(), "min_gap_ns") {
 		t.Errorf("a time that is not ns: %v", err)
+	}
+}
+
+// Every setting earns its place (issue 33): a scenario file sets it on a
+// config line and shows what it changes, or, for the few shown at their
+// default, the file named here exercises it and names it.
+func TestSettingsShown(t *testing.T) {
+	shownAtDefault := map[string]string{
+		"idle-starve":        "idle_oversize.txt",
+		"profile-turn":       "profiling_squatter.txt",
+		"rejoin-grace":       "rejoin_grace_expires.txt",
+		"dead-after-watched": "dead_after_watched.txt",
+	}
+	files, err := filepath.Glob("testdata/*.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := map[string]bool{}
+	text := map[string]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text[filepath.Base(f)] = string(b)
+		for _, line := range strings.Split(string(b), "\n") {
+			if !strings.HasPrefix(line, "config") {
+				continue
+			}
+			for _, kv := range strings.Fields(line)[1:] {
+				k, _, _ := strings.Cut(kv, "=")
+				set[k] = true
+			}
+		}
+	}
+	for _, s := range Settings {
+		if set[s.Name] {
+			continue
+		}
+		f, ok := shownAtDefault[s.Name]
+		switch {
+		case !ok:
+			t.Errorf("setting %s: no scenario file sets it (a scenario or a bench row must show what it changes, or it goes)", s.Name)
+		case !strings.Contains(text[f], s.Name):
+			t.Errorf("setting %s: %s does not exist or does not name it", s.Name, f)
+		}
 	}
 }

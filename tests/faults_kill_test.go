@@ -2,8 +2,9 @@ package tests
 
 // Faults: the daemon is killed (SIGKILL) the moment it logs "profile
 // complete". The profile must be on disk: that line was logged before the
-// write, and a kill 0.1–91 ms later lost 2 of 19 completed profiles (and
-// sent 13 back to their 10-run checkpoint). The hooked service runs on
+// write, and a kill soon after lost completed profiles and sent others back
+// to their 10-run checkpoint (docs/operations.md "The fault campaign").
+// The hooked service runs on
 // through the daemon's death.
 
 import (

@@ -225,8 +225,8 @@ func protectsHighPriority(t *testing.T, pc pairCase) profileShowJSON {
 // (HookBound, 200 µs by default) the low-priority service keeps only that
 // much queued even between runs, so a host that is slow to launch (two
 // spinning services and the daemon on this VM's two cores) leaves the GPU
-// idle more often: 48-59 % was measured with the bound against 69-73 %
-// before it. A starved service fills next to nothing.
+// idle more often (docs/scheduler.md "Measured" has the fill with the
+// bound and before it). A starved service fills next to nothing.
 const (
 	minRoom     = 0.20
 	minRoomFill = 0.40

@@ -31,8 +31,9 @@ func TestPreSwitchEndToEnd(t *testing.T) {
 	requireBins(t, "fikit", "fikit-replay", "libfikit_hook.so", "simgpu/libcuda.so.1")
 	// The margin is this host's: with two spinning replayers and the
 	// daemon on two cores, the warm-up's trip from the daemon's stop to
-	// the device took 150-400 µs (timeline), past the 200 µs default, and
-	// a late warm-up leaves part of the switch in the request.
+	// the device takes longer than the default margin (docs/scheduler.md
+	// "The pre-switch" has it), and a late warm-up leaves part of the
+	// switch in the request.
 	d := startServe(t, t.TempDir(), "", "--profile-runs", "20", "--variant", variants.PreSwitchOn+",pre-switch-margin=500us")
 	env := simgpuEnv(t, uniqueShm(t), "FIKIT_SIMGPU_DEVICE=h200")
 	hp := replaySpec{trace: "scenario/graph_resnet50_b1", graph: true, cpuNs: -1, prio: 0, key: "preswitch-hp", sched: d.addr}

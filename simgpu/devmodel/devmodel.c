@@ -16,15 +16,8 @@
  * number's source (a measurement with its date and device, a fit, or an
  * assumption) and what a GPU run would confirm or refute.
  *
- * h200: NVIDIA H200, driver 580.159.04 (tests/gpu/, 2026-11-26).
- *   switch 140 us   measured: with CUPTI, a PyTorch HP's first kernel after
- *                   LP work started 138-153 us (p50 140) after its launch
- *                   returned, no LP kernel running; 2 us alone.
- *   slice 2 ms      fitted: default sharing of a CUDA-graph ResNet-50 HP
- *                   beside BERT-base batch 16 (p50 2.23-2.32x alone); the
- *                   driver's TSG default, 1024 us, gives 1.7x.
- *   launch 5 us     measured: a launch call took 3.2 us (hook-bench without
- *                   the hook) and the kernel started 2 us after it returned.
+ * h200: NVIDIA H200, from tests/gpu/: the switch and the launch latency
+ *       measured, the time slice fitted to default sharing's slowdown.
  * legacy: the assumptions simgpu made before any GPU was measured.
  */
 static const struct {

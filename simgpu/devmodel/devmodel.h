@@ -223,8 +223,8 @@ typedef struct dm_device {
 
 /* Device presets: named, complete configurations (docs/simgpu.md
  * "Presets" says where each number comes from). DM_PRESET_DEFAULT is the
- * calibrated H200; "legacy" is the model before calibration (25 us switch,
- * 2 ms slice, 4 us launch latency). */
+ * calibrated H200; "legacy" is the model before calibration (devmodel.c's
+ * table has both). */
 #define DM_PRESET_DEFAULT "h200"
 /* Fill cfg with preset `name`; DM_EINVAL (cfg untouched) if there is none. */
 int dm_preset(const char *name, dm_config *cfg);

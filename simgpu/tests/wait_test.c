@@ -117,8 +117,8 @@ int main(void)
 			break;
 	}
 	/* A sanitizer's interceptors cost the sleeping path's every call
-	 * (futex, clock) a few µs of CPU: next to a 20-60 µs wait that is half
-	 * a CPU (47-52 % under TSan, 28-39 % without). Host timing is judged
+	 * (futex, clock) a few µs of CPU: next to a short wait that is a large
+	 * share of a CPU (docs/simgpu.md "Precise waits"). Host timing is judged
 	 * in the plain build only (testutil.h). */
 	CHECK(t_sanitized() || sh[1] < sh[0] / 2, "a blocking-sync wait used %.0f %% of a CPU, a spinning one %.0f %%", 100 * sh[1],
 	      100 * sh[0]);

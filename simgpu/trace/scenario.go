@@ -26,11 +26,10 @@ type ScenarioTrace struct {
 	derive func(src *Trace) *Trace
 }
 
-// Request times the derivations aim at, measured on the H200 (docs/bench.md
-// "On a real GPU", issue 22's table): a CUDA-graph ResNet-50 batch 1
-// request took 0.87–0.89 ms alone, an eager one 3.1 ms in its fast regime.
+// Request times the derivations aim at: the H200's, alone (docs/simgpu.md
+// "Presets", "The scenario traces' targets").
 const (
-	graphResNetDeviceNs = 875_000 // + the h200 preset's 5 µs launch latency = 0.88 ms
+	graphResNetDeviceNs = 875_000 // + the h200 preset's launch latency: the measured request
 	eagerResNetJCTNs    = 3_100_000
 	// LP services: eager PyTorch's host time per op.
 	lpHostNs = 10_000

@@ -19,7 +19,7 @@ import (
 type OpenFunc func(ordinal int) (Device, error)
 
 // DefaultCPUNs is the host time before each launch when neither --cpu-ns nor
-// the trace gives one: eager PyTorch spends about 5–20 µs per op.
+// the trace gives one: about what eager PyTorch spends per op (docs/trace-format.md).
 const DefaultCPUNs = 5000
 
 // DefaultLatencyNs is the launch latency assumed for the analytic JCT in the
