@@ -72,35 +72,31 @@ static inline uint64_t fk_within_bound(const fk_bound_view *v, uint64_t now, uin
 	return now;
 }
 
-/* The bound that follows the slack (scheduler/slack.go is the daemon's
- * side: it publishes until and budget). While a better priority is
- * predicted away (until set, before next): what ends by until — as much
- * as fits before its predicted run, not a fixed bound at each launch: on a
- * busy host every wait for room is a sleep that wakes late, with the GPU
- * idle — or, near next, what stays within the budget and ends by next.
- * While its run is due (next to late) nothing, as the fixed rule — but
- * the daemon caps late at a share of the better priority's interval (a
- * busy host widens the window to milliseconds: the floor that keeps the
- * low priority going where windows keep closing). Past it (a late
- * arrival), inside its run, and where its arrivals are not predictable:
- * within the budget (a kernel longer than it alone), so a late arrival
- * meets at most that. */
+/* The bound with the daemon's slack hint (scheduler/slack.go publishes
+ * until and budget): the GPU's work in flight and the kernel within the
+ * budget (a longer kernel alone), always. Where a better priority's
+ * arrivals are predictable (until set) and it is not inside its run:
+ * nothing that would still run at until (its predicted run less a margin)
+ * — it waits for next, then nothing while that run is due (next to late,
+ * which the daemon caps at a share of the interval: a busy host's late
+ * starts widened the window to milliseconds, and the low priority lost it
+ * in every gap). Past late (a late arrival), inside its run, and where its
+ * arrivals are not predictable: the budget alone, so an arrival meets at
+ * most that (the fixed rule gated on the run-gap predictor's window there
+ * too, which such arrivals do not keep). */
 static inline uint64_t fk_slack_until(const fk_bound_view *v, uint64_t now, uint64_t dur)
 {
-	uint64_t b = v->budget;
+	uint64_t at = fk_within_bound(v, now, dur, v->budget);
+	if (at > now)
+		return at;
 	if (v->until && !v->in_run && v->next && v->next != FK_NEXT_NONE) {
-		if (now < v->next) {
-			uint64_t end = fk_cursor_after(v->gpu, now, dur, 0);
-			if (end <= v->until)
-				return now;
-			if (dur <= b && end <= v->next)
-				return fk_within_bound(v, now, dur, b);
-			return v->next; /* no room before it: the due rule from then */
-		}
-		if (now <= v->late)
-			return v->late + 1; /* due: nothing (the daemon caps how long) */
+		uint64_t in = v->gpu > now ? v->gpu - now : 0;
+		if (now < v->next && now + in + dur > v->until)
+			return v->next; /* no room before it: then its window */
+		if (now >= v->next && now <= v->late)
+			return v->late + 1; /* due */
 	}
-	return fk_within_bound(v, now, dur, b);
+	return now;
 }
 
 /* When a launch of predicted duration dur may go under the bound (at once

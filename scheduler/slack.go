@@ -2,13 +2,13 @@ package scheduler
 
 import "time"
 
-// This file is the daemon's side of the bound that follows the slack
-// (docs/scheduler.md "The bound follows the slack"): how much
-// lower-priority GPU time may be queued or running on a GPU, as a function
-// of the time left until a better priority is predicted to need it. The core
-// computes it and publishes it on the board (BoardHint.FillUntilNs,
-// BoundNs); the hooks only compare their device-time cursor against it
-// (hookclient/bound.h, fk_slack_until).
+// This file is the daemon's side of the bound with the slack hint
+// (docs/scheduler.md "The bound follows the slack"): what lower-priority
+// work may be queued or running on a GPU, as a function of the time left
+// until a better priority is predicted to need it. The core computes it
+// and publishes it on the board (BoardHint.FillUntilNs, BoundNs, and the
+// capped NextLateNs); the hooks only compare their device-time cursor
+// against it (hookclient/bound.h, fk_slack_until).
 
 // fillMargin is what lower-priority work leaves before a better priority's
 // predicted run: the launch of its first kernel and the error of the
@@ -17,17 +17,17 @@ import "time"
 // and the GPU would idle that long in every gap.
 const fillMargin = int64(50 * time.Microsecond)
 
-// slackHint sets h's bound that follows the slack for g, whose better
-// tasks are those of a priority better than worst: BoundNs, what their
-// arrival may meet (the in-flight budget); FillUntilNs, where h.NextNs is
-// their predicted next run and every one of them that is active arrives
-// periodically, that run less fillMargin — far from it the hooks may queue
-// what ends by then, not the bound at each launch — and NextLateNs capped
-// (dueShare). Unpredictable arrivals (Poisson, bursty, not yet learned)
-// leave FillUntilNs 0: the bound alone. Nothing with FixedBound (the rule
-// before, an ablation), without the hooks' bound, or while a pre-switch
-// stops the low priorities (it keeps them off the device until the run
-// starts: the fixed rule's window is its stop).
+// slackHint sets h's slack hint for g, whose better tasks are those of a
+// priority better than worst: BoundNs, what their arrival may meet (the
+// in-flight budget) at any time; FillUntilNs, where h.NextNs is their
+// predicted next run and every one of them that is active arrives
+// periodically, that run less fillMargin, past which nothing may still run;
+// and NextLateNs capped (dueShare). Unpredictable arrivals (Poisson,
+// bursty, not yet learned) leave FillUntilNs 0: the bound alone, no window.
+// Nothing with FixedBound (the rule before, an ablation), without the
+// hooks' bound, or while a pre-switch stops the low priorities (it keeps
+// them off the device until the run starts: the fixed rule's window is
+// its stop).
 func (n *Node) slackHint(g *gpu, worst uint8, h *BoardHint) {
 	if n.cfg.FixedBound || !n.cfg.HookBound || n.preSwitchStop(g) > 0 {
 		return

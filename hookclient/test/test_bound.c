@@ -58,32 +58,24 @@ int main(int argc, char **argv)
 	bv.next = FK_NEXT_NONE;
 	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == now, "none expected");
 
-	/* The bound that follows the slack (the daemon's fill_until and
-	 * budget on the board). Far from a predicted run, what ends by
-	 * fill_until goes however much is queued: 1.5 ms in flight, 300us more,
-	 * the run predicted 3 ms on. The fixed rule held it to the bound. */
+	/* With the daemon's slack hint (fill_until, budget on the board).
+	 * Before a predicted run: within the budget, and nothing that would
+	 * still run at fill_until; no room: it waits for the predicted start
+	 * (then the due window), not past the window's end at once. */
 	now = 1000 * US;
-	bv = (fk_bound_view){.gpu = now + 1500 * US, .own = now + 1500 * US, .next = now + 3000 * US,
+	bv = (fk_bound_view){.gpu = now + 100 * US, .own = now + 100 * US, .next = now + 3000 * US,
 			     .late = now + 3500 * US, .slack = 1, .until = now + 2950 * US, .budget = 200 * US};
-	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == now, "far: what ends by fill_until goes");
-	bv.slack = 0;
-	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) > now, "(the fixed rule held it back)");
-	bv.slack = 1;
-	/* Near: no room before fill_until; within the budget and ending by
-	 * next it goes, else it waits for the predicted start (not for the
-	 * window's end, as the fixed rule did). */
+	CHECK(fk_bound_until(&bv, now, 50 * US, 200 * US) == now, "far: within the budget it goes");
+	CHECK(fk_bound_until(&bv, now, 150 * US, 200 * US) == now + 50 * US, "far: the budget, not the slack");
 	bv = (fk_bound_view){.gpu = now, .own = now, .next = now + 250 * US, .late = now + 900 * US, .slack = 1,
-			     .until = now + 200 * US, .budget = 200 * US};
-	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == now + 250 * US, "near: no room, waits until next");
+			     .until = now + 200 * US, .budget = 400 * US};
+	CHECK(fk_bound_until(&bv, now, 300 * US, 400 * US) == now + 250 * US, "near: no room before it, waits until next");
 	bv.slack = 0;
-	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == now + 900 * US + 1, "(the fixed rule: until late)");
+	CHECK(fk_bound_until(&bv, now, 300 * US, 400 * US) == now + 900 * US + 1, "(the fixed rule: until late)");
 	bv.slack = 1;
-	bv.gpu = bv.own = now + 2850 * US, bv.until = now + 2800 * US;
-	CHECK(fk_bound_until(&bv, now + 2700 * US, 50 * US, 200 * US) == now + 2700 * US,
-	      "near: within the budget, ending by next");
-	/* Due (next passed, before late): nothing, until late (which the
-	 * daemon caps); past it, a late arrival: the budget. */
-	now = 1000 * US;
+	CHECK(fk_bound_until(&bv, now, 150 * US, 400 * US) == now, "near: what ends by fill_until goes");
+	/* Due (next passed, before late): nothing until late (the daemon caps
+	 * it); past it, a late arrival: the budget. */
 	bv = (fk_bound_view){.gpu = now + 50 * US, .own = now + 50 * US, .next = now - 100 * US, .late = now + 400 * US,
 			     .slack = 1, .until = now - 150 * US, .budget = 200 * US};
 	CHECK(fk_bound_until(&bv, now, 100 * US, 200 * US) == now + 400 * US + 1, "due: nothing until late");
@@ -93,13 +85,17 @@ int main(int argc, char **argv)
 	bv.gpu = bv.own = now;
 	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == now, "late: a kernel longer than the budget alone");
 	/* Unpredictable arrivals (no fill_until) and a better priority inside
-	 * its run: the budget alone, whatever next says. */
-	bv = (fk_bound_view){.gpu = now + 150 * US, .own = now + 150 * US, .next = now + 100 * US, .late = now + 500 * US,
+	 * its run: the budget alone, whatever next says (the fixed rule gated
+	 * on it). */
+	bv = (fk_bound_view){.gpu = now + 50 * US, .own = now + 50 * US, .next = now + 100 * US, .late = now + 500 * US,
 			     .slack = 1, .until = 0, .budget = 200 * US};
-	CHECK(fk_bound_until(&bv, now, 50 * US, 200 * US) == now, "unpredictable: the budget alone");
+	CHECK(fk_bound_until(&bv, now, 100 * US, 200 * US) == now, "unpredictable: the budget alone");
+	bv.slack = 0;
+	CHECK(fk_bound_until(&bv, now, 100 * US, 200 * US) == now + 500 * US + 1, "(the fixed rule: until late)");
+	bv.slack = 1, bv.gpu = bv.own = now + 150 * US;
 	CHECK(fk_bound_until(&bv, now, 100 * US, 200 * US) == now + 50 * US, "unpredictable: waits for room");
-	bv.until = now + 2000 * US, bv.next = now + 2050 * US, bv.in_run = 1;
-	CHECK(fk_bound_until(&bv, now, 100 * US, 200 * US) == now + 50 * US, "in its run: the budget, not fill_until");
+	bv.until = now + 2000 * US, bv.next = now + 120 * US, bv.in_run = 1;
+	CHECK(fk_bound_until(&bv, now, 100 * US, 200 * US) == now + 50 * US, "in its run: the budget, not next");
 	/* The daemon's budget, not the task's own bound. */
 	bv = (fk_bound_view){.gpu = now + 150 * US, .own = now + 150 * US, .slack = 1, .budget = 100 * US};
 	CHECK(fk_bound_until(&bv, now, 50 * US, 200 * US) == now + 100 * US, "the board's budget rules");
