@@ -9,12 +9,13 @@
  * clock (bound.h's cursors: the GPU's on the board, the task's own), so it
  * waits — sleeping until the time its launch fits — and never syncs: no
  * event, no completion wait on the launch path. A kernel longer than the
- * bound goes after the task's own work. Where the daemon publishes the
- * bound that follows the slack (board flag FK_BOARD_FLAG_SLACK), its rule
- * (bound.h, fk_slack_until): before a better priority's predicted run what
- * ends by fill_until_ns, else within bound_ns; else the fixed rule:
- * nothing that would still run when a better priority is predicted back,
- * or while it is due (the board's next_ns, next_late_ns). A granted
+ * bound goes after the task's own work. Where the daemon publishes its
+ * slack hint (board flag FK_BOARD_FLAG_SLACK), its rule (bound.h,
+ * fk_slack_until): within bound_ns at all times, and, where a better
+ * priority's arrivals are predictable, nothing that would still run at
+ * fill_until_ns nor while its run is due (next_ns to the capped
+ * next_late_ns); else the fixed rule: nothing that would still run when a
+ * better priority is predicted back, or while it is due. A granted
  * launch's wait ends when a better priority launches (the grant is stale).
  *
  * The count bound, where the daemon gives no µs bound (an older daemon,
