@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/fikit/fikit/bench/harness"
 	"github.com/fikit/fikit/udp"
 )
 
@@ -139,7 +140,7 @@ func (r *runner) blast(ctx context.Context) ([]Blast, error) {
 		end := time.Now().Add(r.p.blastDur)
 		for time.Now().Before(end) {
 			buf, dgs = buf[:0], dgs[:0]
-			base := uint64(monoNs())
+			base := uint64(harness.MonotonicNs())
 			for i := 0; i < 64; i++ {
 				start := len(buf)
 				var m udp.Message
@@ -184,10 +185,4 @@ func (r *runner) blast(ctx context.Context) ([]Blast, error) {
 	}
 	_ = cl.Send(&udp.Goodbye{TaskID: ack.TaskID})
 	return out, nil
-}
-
-func monoNs() int64 {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
 }

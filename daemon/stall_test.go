@@ -16,7 +16,11 @@ import (
 // ago (the 64-client fault scenario: 8 live tasks dropped).
 func TestStalledDaemonDoesNotDropLiveTasks(t *testing.T) {
 	cfg := scheduler.DefaultConfig()
-	cfg.DeadAfter, cfg.DeadAfterWatched = int64(50*time.Millisecond), int64(50*time.Millisecond)
+	// Dead-after well above how long a loaded host keeps this test's own
+	// sender from running (10 ms heartbeats): a gap of its own that long
+	// would drop the task rightly.
+	const deadAfter = 200 * time.Millisecond
+	cfg.DeadAfter, cfg.DeadAfterWatched = int64(deadAfter), int64(deadAfter)
 	cfg.HeartbeatInterval = int64(10 * time.Millisecond)
 	s := startServer(t, store.NewMemory(), cfg, "")
 	h := newFakeHook(t, s)
@@ -24,22 +28,29 @@ func TestStalledDaemonDoesNotDropLiveTasks(t *testing.T) {
 
 	// The daemon stalls for six dead-afters while the task keeps sending
 	// heartbeats, then reads them.
-	s.mu.Lock()
-	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+	var maxGap time.Duration
+	last := time.Now()
+	beat := func() {
 		h.send(&udp.Heartbeat{TaskID: id})
+		maxGap, last = max(maxGap, time.Since(last)), time.Now()
+	}
+	s.mu.Lock()
+	for end := time.Now().Add(6 * deadAfter); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		beat()
 	}
 	s.mu.Unlock()
 	// The task goes on as before; the daemon catches up.
 	for range 5 {
 		time.Sleep(10 * time.Millisecond)
-		h.send(&udp.Heartbeat{TaskID: id})
+		beat()
 	}
 	s.mu.Lock()
 	_, alive := s.tasks[scheduler.TaskID(id)]
 	dropped := s.core.Stats().Dropped
 	s.mu.Unlock()
 	if !alive || dropped != 0 {
-		t.Fatalf("a live task was dropped after the daemon stalled (registered: %v, drops: %d)", alive, dropped)
+		t.Fatalf("a live task was dropped after the daemon stalled (registered: %v, drops: %d; the test's own longest gap between heartbeats %v, dead-after %v)",
+			alive, dropped, maxGap, deadAfter)
 	}
 
 	// A task that really falls silent is still dropped.

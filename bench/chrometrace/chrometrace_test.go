@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fikit/fikit/daemon/decisions"
 	"github.com/fikit/fikit/simgpu/timeline"
@@ -355,5 +356,26 @@ func TestPNG(t *testing.T) {
 	}
 	if err := PNG(path, readTimeline(t), nil, 1e12, 2e12, Options{}); err == nil {
 		t.Error("no error for a span with nothing in it")
+	}
+}
+
+func TestAroundRuns(t *testing.T) {
+	decs := testDecisions() // one best-priority run, from 1000
+	rs := Runs(decs, "")
+	if len(rs) != 1 {
+		t.Fatalf("runs = %+v", rs)
+	}
+	from, to, err := AroundRuns(decs, "", 0, 0, 1, 1, 500*time.Nanosecond)
+	if err != nil || from != rs[0].Start-500 || to != rs[0].End+500 {
+		t.Errorf("AroundRuns = %d, %d, %v; want the run %d–%d with 500 ns each side", from, to, err, rs[0].Start, rs[0].End)
+	}
+	if from, _, _ := AroundRuns(decs, "", 0, 0, 1, 1, time.Hour); from != 1 {
+		t.Errorf("a margin past the clock's start: from %d, want 1 (0 is unbounded)", from)
+	}
+	if _, _, err := AroundRuns(decs, "", 0, 0, 2, 1, 0); err == nil || !strings.Contains(err.Error(), "run 2 of the best-priority task") {
+		t.Errorf("a run past the record: %v", err)
+	}
+	if _, _, err := AroundRuns(decs, "", rs[0].Start+1, 0, 1, 1, 0); err == nil {
+		t.Error("a run before from was taken")
 	}
 }

@@ -3,6 +3,7 @@ package chrometrace
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/fikit/fikit/daemon/decisions"
 	"github.com/fikit/fikit/simgpu/timeline"
@@ -230,4 +231,28 @@ func allRuns(decs []decisions.Record, m *model) []Run {
 		out = append(out, r)
 	}
 	return out
+}
+
+// AroundRuns spans runs n … n+count-1 (from 1) of the task with key (""
+// the best priority) that start at or after from (and, with to, by to).
+func AroundRuns(decs []decisions.Record, key string, from, to int64, n, count int, margin time.Duration) (int64, int64, error) {
+	var runs []Run
+	for _, r := range Runs(decs, key) {
+		if r.Start >= from && (to == 0 || r.Start <= to) {
+			runs = append(runs, r)
+		}
+	}
+	if n > len(runs) {
+		who := key
+		if who == "" {
+			who = "the best-priority task"
+		}
+		return 0, 0, fmt.Errorf("trace: run %d of %s asked for, the decision record has %d with a known start there", n, who, len(runs))
+	}
+	sel := runs[n-1 : min(len(runs), n-1+count)]
+	end := sel[0].End
+	for _, r := range sel {
+		end = max(end, r.End)
+	}
+	return max(1, sel[0].Start-int64(margin)), end + int64(margin), nil
 }

@@ -13,8 +13,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/fikit/fikit/bench/harness"
 	"github.com/fikit/fikit/daemon"
 	"github.com/fikit/fikit/internal/stats"
@@ -328,7 +326,7 @@ func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTr
 	}
 	var hpRes *harness.Result
 	var hpErr error
-	from := monotonic()
+	from := harness.MonotonicNs()
 	if m.Holders {
 		time.Sleep(time.Duration(o.HPRuns) * hpEvery)
 	} else {
@@ -339,9 +337,9 @@ func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTr
 		}
 		hpRes, hpErr = hpProc.Wait()
 	}
-	to := monotonic() // the timeline's clock
-	st := d.Status()  // before the low-priority services leave
-	stAt := monotonic()
+	to := harness.MonotonicNs() // the timeline's clock
+	st := d.Status()            // before the low-priority services leave
+	stAt := harness.MonotonicNs()
 	lpRes := stop()
 	if hpErr != nil {
 		return nil, hpErr
@@ -389,13 +387,6 @@ func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTr
 		mr.Interference = harness.InterferenceOf(hpRes, alone)
 	}
 	return mr, nil
-}
-
-// monotonic is CLOCK_MONOTONIC, the clock of simgpu's timeline.
-func monotonic() int64 {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
 }
 
 // switches counts the timeline's changes of process within [from, to), and

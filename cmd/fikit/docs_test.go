@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fikit/fikit/bench"
 	"github.com/fikit/fikit/scheduler"
 )
 
@@ -34,7 +35,7 @@ func demoBlock(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r DemoResult
+	var r bench.DemoResult
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/fikit/fikit/bench/sim"
 )
 
 // A --service value carries its own commas: they must not split it.
@@ -42,7 +44,7 @@ func TestSimDevicePresets(t *testing.T) {
 		if err := run(context.Background(), append(append([]string{"fikit", "sim"}, tc.args...), svc...), &out); err != nil {
 			t.Fatalf("%v: %v", tc.args, err)
 		}
-		var rep simReport
+		var rep sim.Report
 		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +72,7 @@ func TestSimVariants(t *testing.T) {
 	if err := run(context.Background(), append(svc, "--variants", "today,all"), &out); err != nil {
 		t.Fatalf("fikit sim: %v\n%s", err, out.String())
 	}
-	var rep simReport
+	var rep sim.Report
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +106,7 @@ func TestSimBoundsRunsByDefault(t *testing.T) {
 		if err := run(context.Background(), append([]string{"fikit", "sim", "--mode", "exclusive", "--json"}, args...), &out); err != nil {
 			t.Fatalf("fikit sim %q: %v\n%s", args, err, out.String())
 		}
-		var rep simReport
+		var rep sim.Report
 		if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 			t.Fatal(err)
 		}

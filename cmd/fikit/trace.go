@@ -79,7 +79,7 @@ func traceCommand() *cli.Command {
 			}
 			explicit := from != 0 || to != 0
 			if c.IsSet("around-run") {
-				if from, to, err = aroundRun(decs, c.String("task"), from, to, c.Int("around-run"), c.Int("runs"), c.Duration("margin")); err != nil {
+				if from, to, err = chrometrace.AroundRuns(decs, c.String("task"), from, to, c.Int("around-run"), c.Int("runs"), c.Duration("margin")); err != nil {
 					return err
 				}
 				explicit = true
@@ -124,30 +124,6 @@ func noteTorn(w io.Writer, path string, torn *timeline.Torn) {
 		fmt.Fprintf(w, "fikit trace: %s:%d: skipped the last line (%d bytes), not finished: the file is still being written\n",
 			path, torn.Line, torn.Bytes)
 	}
-}
-
-// aroundRun spans runs n … n+count-1 (from 1) of the task with key (""
-// the best priority) that start at or after from (and, with to, by to).
-func aroundRun(decs []decisions.Record, key string, from, to int64, n, count int, margin time.Duration) (int64, int64, error) {
-	var runs []chrometrace.Run
-	for _, r := range chrometrace.Runs(decs, key) {
-		if r.Start >= from && (to == 0 || r.Start <= to) {
-			runs = append(runs, r)
-		}
-	}
-	if n > len(runs) {
-		who := key
-		if who == "" {
-			who = "the best-priority task"
-		}
-		return 0, 0, fmt.Errorf("trace: run %d of %s asked for, the decision record has %d with a known start there", n, who, len(runs))
-	}
-	sel := runs[n-1 : min(len(runs), n-1+count)]
-	end := sel[0].End
-	for _, r := range sel {
-		end = max(end, r.End)
-	}
-	return max(1, sel[0].Start-int64(margin)), end + int64(margin), nil
 }
 
 // writeTrace writes the trace JSON to out ("-": stdout) and says so on
