@@ -2,11 +2,13 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"path/filepath"
 	"time"
 
 	"github.com/fikit/fikit/bench/harness"
+	variants "github.com/fikit/fikit/bench/variant"
 	"github.com/fikit/fikit/internal/stats"
 	"github.com/fikit/fikit/profiler"
 	"github.com/fikit/fikit/scheduler"
@@ -31,6 +33,9 @@ type DemoOptions struct {
 	Verbose          bool   // the daemon's log to Progress
 	Record           bool   // the decisions to Dir/decisions.jsonl
 	Progress         io.Writer
+	// Variant is a bench/variant spec the daemon runs under ("": the
+	// defaults): the before of a before/after (`--variant fixed-bound`).
+	Variant string
 }
 
 // DemoMode is one way of running the pair.
@@ -96,6 +101,15 @@ func RunDemo(ctx context.Context, o DemoOptions) (*DemoResult, error) {
 	}
 	defer env.Close()
 	cfg := scheduler.DefaultConfig()
+	if o.Variant != "" {
+		apply, err := variants.Parse(o.Variant)
+		if err == nil {
+			err = apply(&cfg)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("variant: %w", err)
+		}
+	}
 	cfg.ProfileRuns = o.ProfileRuns
 	var dlog io.Writer
 	if o.Verbose {

@@ -65,7 +65,8 @@ func (s *Server) publishHints() {
 // window's end (never before it) where predicted, NoneExpected as the
 // board's, 0 unknown.
 func boardHint(h scheduler.BoardHint) board.Hint {
-	bh := board.Hint{SwitchNs: uint64(max(h.SwitchNs, 0)), Resume: h.Resume, ResumeTask: uint32(h.ResumeTask)}
+	bh := board.Hint{SwitchNs: uint64(max(h.SwitchNs, 0)), Resume: h.Resume, ResumeTask: uint32(h.ResumeTask),
+		Slack: h.Slack, FillUntilNs: uint64(max(h.FillUntilNs, 0)), BoundNs: uint64(max(h.BoundNs, 0))}
 	switch {
 	case h.NextNs == scheduler.NoneExpected:
 		bh.NextNs = board.NoneExpected

@@ -45,7 +45,7 @@ func TestKernelTimesCalibrationHints(t *testing.T) {
 		return le.Uint64(raw[o+184:]), le.Uint64(raw[o+192:]), le.Uint32(raw[o+200:]), le.Uint32(raw[o+204:])
 	}
 	// A measurement is due: no waiter may resume until it is made.
-	if _, sw, task, flags := section(); sw != uint64(cfg.SwitchCostPrior) || task != la.TaskID || flags != 0 {
+	if _, sw, task, flags := section(); sw != uint64(cfg.SwitchCostPrior) || task != la.TaskID || flags&board.FlagResume != 0 {
 		t.Fatalf("board: switch %d, resume task %d, flags %d; want the prior %d, %d, resume off", sw, task, flags,
 			cfg.SwitchCostPrior, la.TaskID)
 	}
@@ -69,7 +69,7 @@ func TestKernelTimesCalibrationHints(t *testing.T) {
 	if st := s.Status().Stats; st.Calibrations != 1 || st.CalibrationsAnswered != 1 {
 		t.Errorf("calibrations %d, answered %d; want 1, 1", st.Calibrations, st.CalibrationsAnswered)
 	}
-	if !waitUntil(5*time.Second, func() bool { _, sw, _, flags := section(); return sw == want && flags == 1 }) {
+	if !waitUntil(5*time.Second, func() bool { _, sw, _, flags := section(); return sw == want && flags&board.FlagResume != 0 }) {
 		_, sw, _, flags := section()
 		t.Errorf("board switch %d, flags %d; want %d, resume on", sw, flags, want)
 	}
@@ -86,6 +86,8 @@ func TestBoardHint(t *testing.T) {
 		{scheduler.BoardHint{NextNs: 10}, board.Hint{NextNs: 10, NextLateNs: 10}},
 		{scheduler.BoardHint{NextNs: scheduler.NoneExpected, NextLateNs: 7}, board.Hint{NextNs: board.NoneExpected}},
 		{scheduler.BoardHint{NextLateNs: 7, SwitchNs: -1}, board.Hint{}},
+		{scheduler.BoardHint{NextNs: 10, Slack: true, FillUntilNs: 9, BoundNs: 200},
+			board.Hint{NextNs: 10, NextLateNs: 10, Slack: true, FillUntilNs: 9, BoundNs: 200}},
 	} {
 		if got := boardHint(c.in); got != c.want {
 			t.Errorf("boardHint(%+v) = %+v, want %+v", c.in, got, c.want)

@@ -15,6 +15,7 @@
 #define FK_BOARD_SLOTS 63
 #define FK_BOARD_FILE_SIZE 8192
 #define FK_BOARD_FLAG_RESUME 1
+#define FK_BOARD_FLAG_SLACK 2
 #define FK_BOARD_NONE_EXPECTED 0xffffffffffffffffull
 
 typedef struct fk_board_gpu {
@@ -30,7 +31,9 @@ typedef struct fk_board_gpu {
 	_Atomic uint32_t sleepers;
 	_Atomic uint64_t next_late_ns;
 	_Atomic uint64_t cursor_ns;
-	uint8_t pad_232[24];
+	_Atomic uint64_t fill_until_ns;
+	_Atomic uint64_t bound_ns;
+	uint8_t pad_248[8];
 } fk_board_gpu;
 
 typedef struct fk_board_slot {
@@ -69,6 +72,8 @@ _Static_assert(offsetof(fk_board_gpu, wake) == 208, "gpu.wake");
 _Static_assert(offsetof(fk_board_gpu, sleepers) == 212, "gpu.sleepers");
 _Static_assert(offsetof(fk_board_gpu, next_late_ns) == 216, "gpu.next_late_ns");
 _Static_assert(offsetof(fk_board_gpu, cursor_ns) == 224, "gpu.cursor_ns");
+_Static_assert(offsetof(fk_board_gpu, fill_until_ns) == 232, "gpu.fill_until_ns");
+_Static_assert(offsetof(fk_board_gpu, bound_ns) == 240, "gpu.bound_ns");
 _Static_assert(offsetof(fk_board_slot, task) == 0, "slot.task");
 _Static_assert(offsetof(fk_board_slot, gen) == 4, "slot.gen");
 _Static_assert(offsetof(fk_board_slot, wait_seq) == 8, "slot.wait_seq");

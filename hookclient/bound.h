@@ -43,20 +43,24 @@ typedef struct fk_bound_view {
 	uint64_t own;  /* the task's own cursor */
 	uint64_t next; /* board next_ns: a better priority's next run (0 unknown, FK_NEXT_NONE none) */
 	uint64_t late; /* board next_late_ns: the latest it is expected */
+	/* The bound that follows the slack (board flags FK_BOARD_FLAG_SLACK,
+	 * docs/scheduler.md "The bound follows the slack"): the daemon's, in
+	 * place of the task's own bound and the fixed rule. */
+	int slack;
+	uint64_t until;  /* board fill_until_ns: work may be queued to end by this (0: none predicted) */
+	uint64_t budget; /* board bound_ns: what a better priority's arrival may meet */
+	int in_run;      /* a better priority is inside a run (fk_board_better_in_run) */
 } fk_bound_view;
 
 /* The later of two times. */
 static inline uint64_t fk_max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
-/* When a launch of predicted duration dur may go under the bound (at once
- * when the result is ≤ now): the GPU's work in flight and it within bound;
- * a kernel longer than bound after the task's own work, the others' within
- * the bound (alone as far as the task goes: waiting for the GPU's cursor to
- * empty, it would starve behind another task's short kernels); and none of
- * it predicted to run when a better priority is predicted back, nor while
- * that is due (between next and late). An unknown prediction, or one whose
- * window passed, limits nothing beyond the bound. */
-static inline uint64_t fk_bound_until(const fk_bound_view *v, uint64_t now, uint64_t dur, uint64_t bound)
+/* When a launch of predicted duration dur may go while the GPU's bounded
+ * work in flight and it stay within bound (at once when the result is ≤
+ * now): a kernel longer than bound after the task's own work, the others'
+ * within the bound (alone as far as the task goes: waiting for the GPU's
+ * cursor to empty, it would starve behind another task's short kernels). */
+static inline uint64_t fk_within_bound(const fk_bound_view *v, uint64_t now, uint64_t dur, uint64_t bound)
 {
 	uint64_t in = v->gpu > now ? v->gpu - now : 0;
 	if (dur > bound) {
@@ -65,6 +69,54 @@ static inline uint64_t fk_bound_until(const fk_bound_view *v, uint64_t now, uint
 	} else if (in + dur > bound) {
 		return v->gpu - (bound - dur);
 	}
+	return now;
+}
+
+/* The bound with the daemon's slack hint (scheduler/slack.go publishes
+ * until and budget): the GPU's work in flight and the kernel within the
+ * budget (a longer kernel alone), always. Where a better priority's
+ * arrivals are predictable (until set) and it is not inside its run:
+ * nothing that would still run at until (its predicted run less a margin)
+ * — it waits for next, then nothing while that run is due (next to late,
+ * which the daemon caps at a share of the interval: a busy host's late
+ * starts widened the window to milliseconds, and the low priority lost it
+ * in every gap). Past late (a late arrival), inside its run, and where its
+ * arrivals are not predictable: the budget alone, so an arrival meets at
+ * most that (the fixed rule gated on the run-gap predictor's window there
+ * too, which such arrivals do not keep). */
+static inline uint64_t fk_slack_until(const fk_bound_view *v, uint64_t now, uint64_t dur)
+{
+	uint64_t at = fk_within_bound(v, now, dur, v->budget);
+	if (at > now)
+		return at;
+	if (v->until && !v->in_run && v->next && v->next != FK_NEXT_NONE) {
+		uint64_t in = v->gpu > now ? v->gpu - now : 0;
+		if (now < v->next && now + in + dur > v->until)
+			return v->next; /* no room before it: then its window */
+		if (now >= v->next && now <= v->late)
+			return v->late + 1; /* due */
+	}
+	return now;
+}
+
+/* When a launch of predicted duration dur may go under the bound (at once
+ * when the result is ≤ now). With the daemon's slack bound, fk_slack_until;
+ * else (a daemon before it, or its fixed-bound variant) the fixed rule:
+ * the GPU's work in flight and it within bound;
+ * a kernel longer than bound after the task's own work, the others' within
+ * the bound (alone as far as the task goes: waiting for the GPU's cursor to
+ * empty, it would starve behind another task's short kernels); and none of
+ * it predicted to run when a better priority is predicted back, nor while
+ * that is due (between next and late). An unknown prediction, or one whose
+ * window passed, limits nothing beyond the bound. */
+static inline uint64_t fk_bound_until(const fk_bound_view *v, uint64_t now, uint64_t dur, uint64_t bound)
+{
+	if (v->slack && v->budget)
+		return fk_slack_until(v, now, dur);
+	uint64_t in = v->gpu > now ? v->gpu - now : 0;
+	uint64_t at = fk_within_bound(v, now, dur, bound);
+	if (at > now)
+		return at;
 	if (v->next == FK_NEXT_NONE || v->next == 0)
 		return now;
 	if (v->next > now && in + dur > v->next - now)

@@ -236,7 +236,7 @@ static inline uint64_t fk_kernel_ns(fk_task *t, uint64_t kid)
 }
 /* Wait (sleeping, on this thread) until a launch of t's kernel of predicted
  * duration dur fits the µs bound (bound.h), where t has one. */
-void fk_us_wait(fk_task *t, fk_board_gpu *bg, uint64_t dur);
+int fk_us_wait(fk_task *t, fk_board_gpu *bg, uint64_t dur, uint64_t stale_after);
 /* The launch of predicted duration dur goes now: the cursors move on. */
 void fk_us_launched(fk_task *t, fk_board *b, fk_board_gpu *bg, uint64_t dur);
 /* t's host sync returned at now: its work is done (the cursors' correction). */

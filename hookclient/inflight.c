@@ -9,9 +9,14 @@
  * clock (bound.h's cursors: the GPU's on the board, the task's own), so it
  * waits — sleeping until the time its launch fits — and never syncs: no
  * event, no completion wait on the launch path. A kernel longer than the
- * bound goes after the task's own work, and nothing goes that would still
- * run when a better priority is predicted back, or while it is due (the
- * board's next_ns, next_late_ns).
+ * bound goes after the task's own work. Where the daemon publishes its
+ * slack hint (board flag FK_BOARD_FLAG_SLACK), its rule (bound.h,
+ * fk_slack_until): within bound_ns at all times, and, where a better
+ * priority's arrivals are predictable, nothing that would still run at
+ * fill_until_ns nor while its run is due (next_ns to the capped
+ * next_late_ns); else the fixed rule: nothing that would still run when a
+ * better priority is predicted back, or while it is due. A granted
+ * launch's wait ends when a better priority launches (the grant is stale).
  *
  * The count bound, where the daemon gives no µs bound (an older daemon,
  * hook-bound off): a holder of worse priority than one registered on its
@@ -78,28 +83,38 @@ void fk_inflight_push(fk_task *t, CUstream s)
 
 /* ---- the µs bound ---- */
 
-void fk_us_wait(fk_task *t, fk_board_gpu *bg, uint64_t dur)
+int fk_us_wait(fk_task *t, fk_board_gpu *bg, uint64_t dur, uint64_t stale_after)
 {
 	uint64_t bound = fk_us_bound(t);
 	if (!bound)
-		return;
+		return 0;
+	fk_board *b = atomic_load_explicit(&t->board, memory_order_relaxed);
 	for (int rounds = 0; rounds < 1000; rounds++) {
 		uint64_t now = fk_now_ns();
+		if (stale_after && b && fk_board_above(b, bg, fk_cfg.priority, now) > stale_after)
+			return 1; /* a better priority launched since: the permission is stale */
 		uint64_t next = atomic_load_explicit(&bg->next_ns, memory_order_relaxed);
 		fk_bound_view v = {.gpu = atomic_load_explicit(&bg->cursor_ns, memory_order_relaxed),
 				   .own = atomic_load_explicit(&t->cursor, memory_order_relaxed),
 				   .next = next == FK_BOARD_NONE_EXPECTED ? FK_NEXT_NONE : next,
-				   .late = atomic_load_explicit(&bg->next_late_ns, memory_order_relaxed)};
+				   .late = atomic_load_explicit(&bg->next_late_ns, memory_order_relaxed),
+				   .slack = (atomic_load_explicit(&bg->flags, memory_order_relaxed) & FK_BOARD_FLAG_SLACK) != 0,
+				   .until = atomic_load_explicit(&bg->fill_until_ns, memory_order_relaxed),
+				   .budget = atomic_load_explicit(&bg->bound_ns, memory_order_relaxed),
+				   .in_run = fk_board_better_in_run(bg, fk_cfg.priority)};
 		uint64_t until = fk_bound_until(&v, now, dur, bound);
 		if (until <= now)
-			return;
+			return 0;
 		/* Sleep until it fits; a wait for a predicted return is capped so
-		 * that the board is looked at again (the prediction may move). */
-		if (until - now > 2000000)
-			until = now + 2000000;
+		 * that the board is looked at again (the prediction may move, a
+		 * better priority may launch: the permission goes stale). */
+		uint64_t cap = stale_after ? 200000 : 2000000;
+		if (until - now > cap)
+			until = now + cap;
 		struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u), .tv_nsec = (long)(until % 1000000000u)};
 		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 	}
+	return 0;
 }
 
 void fk_us_launched(fk_task *t, fk_board *b, fk_board_gpu *bg, uint64_t dur)

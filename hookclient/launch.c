@@ -119,7 +119,7 @@ static inline int before(lstate *l, int slot, const fk_fn *fn, uintptr_t handle,
 		/* First: the gate below then sees the state after the wait. */
 		if (fk_us_bound(t)) {
 			l->dur = fk_kernel_ns(t, l->kid);
-			fk_us_wait(t, bg, l->dur);
+			fk_us_wait(t, bg, l->dur, 0);
 			l->us = 1;
 		} else if (!(mode & FK_MODE_WAITER) && fk_count_bound(t)) {
 			fk_inflight_wait(t);

@@ -312,9 +312,13 @@ int fk_waiter_launch(fk_task *t, uint32_t seq, uint64_t kid, uint64_t dur)
 		fk_board_gpu *bg = atomic_load_explicit(&t->bgpu, memory_order_relaxed);
 		/* A granted launch keeps to the µs bound too; the board after the
 		 * wait decides whether the grant is still good (core:
-		 * on_granted). */
+		 * on_granted). The wait ends when a better priority launches:
+		 * the grant is stale then, and a thread that slept on through
+		 * the better priority's run woke to ask again only after it,
+		 * missing the gap the grant was for. */
+		int stale = 0;
 		if (bg && fk_better_registered(bg))
-			fk_us_wait(t, bg, dur);
+			stale = fk_us_wait(t, bg, dur, fk_now_ns());
 		uint64_t now = fk_now_ns();
 		fk_act a[4];
 		int n = fk_ctl_step(&(fk_ev){.type = FK_EV_GRANTED, .task = t->index, .now = now, .seq = seq, .asks = asks,
@@ -323,8 +327,11 @@ int fk_waiter_launch(fk_task *t, uint32_t seq, uint64_t kid, uint64_t dur)
 		int reask = 0;
 		for (int i = 0; i < n; i++)
 			reask |= a[i].type == FK_ACT_REASK;
-		if (!reask)
+		if (!reask) {
+			if (stale) /* it goes all the same (asked enough): within the bound */
+				fk_us_wait(t, bg, dur, 0);
 			break;
+		}
 		granted = request(t, seq, kid, 0, dur);
 	}
 	return granted;

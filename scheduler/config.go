@@ -44,6 +44,12 @@ type Config struct {
 	// KernelTimes), for granted and holding launches alike; false: they
 	// bound a holder's kernels by count (FIKIT_INFLIGHT) as before.
 	HookBound bool
+	// FixedBound switches off the bound that follows the slack (slack.go):
+	// the hooks keep the rule before it, InflightBudget at all times and
+	// nothing into a better priority's predicted run or its window. An
+	// ablation (ablations.go), not a user setting: bench/variant's
+	// fixed-bound sets it for the bench's before/after.
+	FixedBound bool
 	// BoardResume: a waiter whose better priorities are all between runs
 	// on the board launches without asking, within its in-flight bound,
 	// while the holders' predicted next run (BoardHints) leaves a switch

@@ -85,6 +85,14 @@ type BoardHint struct {
 	// (resumeTask).
 	Resume     bool
 	ResumeTask TaskID
+	// Slack: the hooks bound their work by FillUntilNs and BoundNs, the
+	// bound that follows the slack (slack.go); without it, by the fixed
+	// rule. FillUntilNs is the end lower-priority work may be queued to
+	// while the better priorities are predicted away (0: no prediction to
+	// go by); BoundNs what their arrival may meet.
+	Slack       bool
+	FillUntilNs int64
+	BoundNs     int64
 }
 
 // BoardHints appends every GPU's hint to dst, by GPU UUID, and returns it.
@@ -125,6 +133,7 @@ func (n *Node) BoardHints(dst []BoardHint) []BoardHint {
 			}
 		}
 		n.boardStops(g, &h)
+		n.slackHint(g, worst, &h)
 		dst = append(dst, h)
 	}
 	return dst

@@ -174,7 +174,15 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 					next += " late=" + fmtDur(bh.NextLateNs)
 				}
 			}
-			fmt.Fprintf(&b, "gpu=%s next=%s switch=%s resume=%v resume_task=%d\n", bh.GPU, next, fmtDur(bh.SwitchNs), bh.Resume, bh.ResumeTask)
+			fmt.Fprintf(&b, "gpu=%s next=%s switch=%s resume=%v resume_task=%d", bh.GPU, next, fmtDur(bh.SwitchNs), bh.Resume, bh.ResumeTask)
+			if bh.Slack {
+				until := "none"
+				if bh.FillUntilNs > 0 {
+					until = fmtDur(bh.FillUntilNs)
+				}
+				fmt.Fprintf(&b, " fill_until=%s bound=%s", until, fmtDur(bh.BoundNs))
+			}
+			b.WriteString("\n")
 		}
 		return b.String()
 	case "preswitch":

@@ -113,6 +113,9 @@ func (n *Node) maybeCalibrate(g *gpu) {
 	if n.now < s.nextAsk || !g.window.open || g.lpInWindow || !n.windowStarting(g) {
 		return
 	}
+	if n.cfg.DelayBudget == 0 {
+		return // the holders are never to wait for anyone: not for a probe either
+	}
 	sw := n.switchCost(g)
 	start := maxi(n.now, g.window.start)
 	if g.window.end-start < 2*sw+4*ProbeNs {

@@ -119,7 +119,7 @@ func TestFairSharesAmongEquals(t *testing.T) {
 	// of short kernels cannot keep its share, and the policy is work
 	// conserving), so the split is not compared with best-prio-fit's: two
 	// measurements that a loaded host moves by as much as they differ
-	// (fair 1.29 against best 1.25 at load 9). A policy that does not act
+	// (docs/operations.md). A policy that does not act
 	// fails on its throttles (the daemon's decisions, counted), one whose
 	// throttles do nothing on the 50 % bound.
 	if fairHolders.Throttles == 0 || fairHolders.Ratio > 1.5 {

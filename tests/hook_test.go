@@ -49,6 +49,14 @@ func TestHookPaths(t *testing.T) {
 			if len(units) == 0 {
 				t.Fatalf("launcher reported no launches: %v", r)
 			}
+			// Exit waits for the sender at most FK_EXIT_FLUSH_MS (exit
+			// must not hang) and says when it gave up. Under a sanitizer
+			// on a loaded host the sender can be that slow: the launches
+			// it did not ship are lost, as the hook said, and there is
+			// nothing to compare.
+			if sanitized() && strings.Contains(r.Stderr, "did not ship the last measurements") {
+				t.Skipf("sanitized hook: the sender did not ship before exit, as it logged:\n%s", r.Stderr)
+			}
 			// The last messages leave right after the process's final sync:
 			// wait for every launch and each process's Goodbye, which comes
 			// after its last RunEnd (waiting for the launches alone judged a

@@ -61,11 +61,15 @@ func TestProfileBesideBusyHighPriority(t *testing.T) {
 	defer lproc.KillGroup()
 
 	// The low priority's profile must complete within a bounded number of
-	// its runs: T kept, and four times as many again for runs the hook
-	// withholds, or that ran with nothing alone, on a loaded machine. Runs are counted from the replay's own output, so a
-	// daemon that keeps none cannot stretch the bound; the wall-clock limit
-	// only stops a test that never gets there.
-	bound := 5 * runs
+	// its runs: T kept, and seven times as many again for runs the hook
+	// withholds, or that ran with nothing alone, on a loaded machine (the
+	// slack bound lets the low priority's runs come closer to the high
+	// priority's, and more of them are withheld or overlapped: figures in
+	// docs/scheduler.md "Profiling beside a better priority"). Runs are
+	// counted from the replay's own output, so a daemon that keeps none
+	// cannot stretch the bound; the wall-clock limit only stops a test that
+	// never gets there.
+	bound := 8 * runs
 	t0 := time.Now()
 	var st besideStatus
 	progressSeen := false

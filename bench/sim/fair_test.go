@@ -67,7 +67,10 @@ func TestFairSharesAmongEquals(t *testing.T) {
 	fs, fl, fhp, st := equals(t, scheduler.PolicyFairPrioFit, true, 1, 1, horizon)
 	t.Logf("best-prio-fit: short %s long %s (HP p50 %s); fair: short %s long %s (HP p50 %s), %d turns",
 		Ms(float64(bs)), Ms(float64(bl)), Ms(bhp), Ms(float64(fs)), Ms(float64(fl)), Ms(fhp), st.FairTurns)
-	if bl < 4*bs {
+	// Several times: with the bound that follows the slack the short
+	// kernels fill more of the gaps under best-prio-fit too, but the long
+	// ones still take most of them.
+	if bl < 3*bs {
 		t.Errorf("best-prio-fit: long %s, short %s: the unfairness this fixes is gone", Ms(float64(bl)), Ms(float64(bs)))
 	}
 	if r := float64(fl) / float64(fs); r < 0.9 || r > 1.1 {

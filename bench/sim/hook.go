@@ -107,7 +107,12 @@ func (s *sim) boundAt(st *svcState, k Kernel, resume bool) int64 {
 	}
 	if s.usBound(st) {
 		h := s.board.hint
-		v := bound.View{GPU: s.board.lpCursor, Own: st.h.cursor, Next: hintNext(h), Late: h.NextLateNs}
+		better := false
+		for p := range st.spec.Priority {
+			better = better || s.inRun(uint8(p))
+		}
+		v := bound.View{GPU: s.board.lpCursor, Own: st.h.cursor, Next: hintNext(h), Late: h.NextLateNs,
+			Slack: h.Slack, FillUntil: h.FillUntilNs, Budget: h.BoundNs, InRun: better}
 		return bound.Until(v, s.now, st.dur(k.ID), st.h.ktBound)
 	}
 	if (st.role != scheduler.RoleHolder || st.h.asks) && !resume {

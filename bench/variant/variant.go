@@ -48,6 +48,7 @@ var Variants = []Variant{
 	{Name: "pre-switch", Title: "+ pre-switch", Settings: plus("pre-switch=true")},
 	{Name: All, Title: "all together", Settings: []string{"switch-cost=auto", "switch-aware=true", "hook-bound=true",
 		"holder-ttl-alpha=2", "board-resume=true"}},
+	{Name: FixedBound, Title: "fixed µs bound", Settings: []string{"fixed-bound=true"}},
 }
 
 // Others are variants that are no ablation row (the bench and fikit sim do
@@ -61,6 +62,11 @@ var Others = []Variant{
 
 // PreSwitchOn is the defaults with the pre-switch on.
 const PreSwitchOn = "fikit+pre-switch"
+
+// FixedBound is the defaults with the µs bound before it followed the slack
+// (docs/scheduler.md "The bound follows the slack"): the before of issue
+// 34's before/after.
+const FixedBound = "fixed-bound"
 
 // All is the variant with every mechanism on: DefaultConfig's.
 const All = "all"

@@ -39,6 +39,8 @@ func demoCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the results as JSON"},
 			&cli.BoolFlag{Name: "verbose", Usage: "show the daemon's log"},
 			&cli.BoolFlag{Name: "gpu", Usage: "run on this machine's GPU (the CUDA driver the loader finds) instead of simgpu: wall-clock figures only, no ground truth"},
+			&cli.StringFlag{Name: variantFlag, Hidden: true,
+				Usage: "for the bench's before/after only: NAME[,setting=value...], an ablation of the scheduler (bench/variant)"},
 			&cli.StringFlag{Name: "board", Value: "on", Usage: "the hooks' board gate: on, or off (every decision by UDP, as in the paper)"},
 			&cli.BoolFlag{Name: "record", Usage: "record the daemon's decisions to decisions.jsonl in the work directory (with --keep; for fikit trace)"},
 		},
@@ -80,7 +82,7 @@ func demoCommand() *cli.Command {
 				HPCPU: c.Int64("hp-cpu-ns"), LPCPU: c.Int64("lp-cpu-ns"), Interval: c.Duration("interval"), HPGraph: c.Bool("hp-graph"),
 				Runs: c.Int("runs"), ProfileRuns: c.Int("profile-runs"), Model: c.String("model"), Device: c.String("device"),
 				Verbose: c.Bool("verbose"), Progress: progress, Record: c.Bool("record"),
-				GPU: c.Bool("gpu"), BoardOff: c.String("board") == "off",
+				GPU: c.Bool("gpu"), BoardOff: c.String("board") == "off", Variant: c.String(variantFlag),
 			})
 			if err != nil {
 				return err

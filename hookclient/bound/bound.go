@@ -4,6 +4,9 @@
 // code, so there is one copy of the logic and a change to it shows in
 // `fikit sim` at once.
 //
+// cmd/go does not see bound.h change (it is outside this directory): after
+// editing it, rebuild with -a or change this file, or tests run the old rule.
+//
 // Times are the hook's: CLOCK_MONOTONIC nanoseconds, never negative (a
 // negative one is taken as 0). The board's "no better task expected"
 // (FK_NEXT_NONE) is NextNone here.
@@ -28,9 +31,14 @@ const NextNone = int64(math.MaxInt64)
 
 // View is what the µs bound looks at: the GPU's cursor (all the bounded
 // tasks' work), the task's own, and a better priority's next predicted run
-// (0 unknown, NextNone none) and the latest it is expected.
+// (0 unknown, NextNone none) and the latest it is expected; with Slack, the
+// daemon's bound that follows the slack: FillUntil (0 none) and Budget,
+// and whether a better priority is inside its run.
 type View struct {
 	GPU, Own, Next, Late int64
+	Slack                bool
+	FillUntil, Budget    int64
+	InRun                bool
 }
 
 // Resume is what a resume looks at on the board.
@@ -51,7 +59,8 @@ func CursorAfter(cursor, now, dur, switchIn int64) int64 {
 // Until is when a launch of predicted duration dur may go under bound (at
 // once when ≤ now; fk_bound_until).
 func Until(v View, now, dur, bound int64) int64 {
-	cv := C.fk_bound_view{gpu: u64(v.GPU), own: u64(v.Own), next: next(v.Next), late: u64(v.Late)}
+	cv := C.fk_bound_view{gpu: u64(v.GPU), own: u64(v.Own), next: next(v.Next), late: u64(v.Late),
+		slack: cbool(v.Slack), until: u64(v.FillUntil), budget: u64(v.Budget), in_run: cbool(v.InRun)}
 	return int64(C.fk_bound_until(&cv, u64(now), u64(dur), u64(bound)))
 }
 

@@ -31,6 +31,8 @@ static const struct {
 	{"gpu.sleepers", offsetof(fk_board_gpu, sleepers), 4},
 	{"gpu.next_late_ns", offsetof(fk_board_gpu, next_late_ns), 8},
 	{"gpu.cursor_ns", offsetof(fk_board_gpu, cursor_ns), 8},
+	{"gpu.fill_until_ns", offsetof(fk_board_gpu, fill_until_ns), 8},
+	{"gpu.bound_ns", offsetof(fk_board_gpu, bound_ns), 8},
 	{"slots_offset", offsetof(fk_board, slot), 0},
 	{"slot_stride", sizeof(fk_board_slot), 0},
 	{"slots", FK_BOARD_SLOTS, 0},

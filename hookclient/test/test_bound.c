@@ -58,6 +58,50 @@ int main(int argc, char **argv)
 	bv.next = FK_NEXT_NONE;
 	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == now, "none expected");
 
+	/* With the daemon's slack hint (fill_until, budget on the board).
+	 * Before a predicted run: within the budget, and nothing that would
+	 * still run at fill_until; no room: it waits for the predicted start
+	 * (then the due window), not past the window's end at once. */
+	now = 1000 * US;
+	bv = (fk_bound_view){.gpu = now + 100 * US, .own = now + 100 * US, .next = now + 3000 * US,
+			     .late = now + 3500 * US, .slack = 1, .until = now + 2950 * US, .budget = 200 * US};
+	CHECK(fk_bound_until(&bv, now, 50 * US, 200 * US) == now, "far: within the budget it goes");
+	CHECK(fk_bound_until(&bv, now, 150 * US, 200 * US) == now + 50 * US, "far: the budget, not the slack");
+	bv = (fk_bound_view){.gpu = now, .own = now, .next = now + 250 * US, .late = now + 900 * US, .slack = 1,
+			     .until = now + 200 * US, .budget = 400 * US};
+	CHECK(fk_bound_until(&bv, now, 300 * US, 400 * US) == now + 250 * US, "near: no room before it, waits until next");
+	bv.slack = 0;
+	CHECK(fk_bound_until(&bv, now, 300 * US, 400 * US) == now + 900 * US + 1, "(the fixed rule: until late)");
+	bv.slack = 1;
+	CHECK(fk_bound_until(&bv, now, 150 * US, 400 * US) == now, "near: what ends by fill_until goes");
+	/* Due (next passed, before late): nothing until late (the daemon caps
+	 * it); past it, a late arrival: the budget. */
+	bv = (fk_bound_view){.gpu = now + 50 * US, .own = now + 50 * US, .next = now - 100 * US, .late = now + 400 * US,
+			     .slack = 1, .until = now - 150 * US, .budget = 200 * US};
+	CHECK(fk_bound_until(&bv, now, 100 * US, 200 * US) == now + 400 * US + 1, "due: nothing until late");
+	bv.late = now - 1;
+	CHECK(fk_bound_until(&bv, now, 100 * US, 200 * US) == now, "late: within the budget it goes");
+	CHECK(fk_bound_until(&bv, now, 180 * US, 200 * US) == now + 30 * US, "late: waits for room in the budget");
+	bv.gpu = bv.own = now;
+	CHECK(fk_bound_until(&bv, now, 300 * US, 200 * US) == now, "late: a kernel longer than the budget alone");
+	/* Unpredictable arrivals (no fill_until) and a better priority inside
+	 * its run: the budget alone, whatever next says (the fixed rule gated
+	 * on it). */
+	bv = (fk_bound_view){.gpu = now + 50 * US, .own = now + 50 * US, .next = now + 100 * US, .late = now + 500 * US,
+			     .slack = 1, .until = 0, .budget = 200 * US};
+	CHECK(fk_bound_until(&bv, now, 100 * US, 200 * US) == now, "unpredictable: the budget alone");
+	bv.slack = 0;
+	CHECK(fk_bound_until(&bv, now, 100 * US, 200 * US) == now + 500 * US + 1, "(the fixed rule: until late)");
+	bv.slack = 1, bv.gpu = bv.own = now + 150 * US;
+	CHECK(fk_bound_until(&bv, now, 100 * US, 200 * US) == now + 50 * US, "unpredictable: waits for room");
+	bv.until = now + 2000 * US, bv.next = now + 120 * US, bv.in_run = 1;
+	CHECK(fk_bound_until(&bv, now, 100 * US, 200 * US) == now + 50 * US, "in its run: the budget, not next");
+	/* The daemon's budget, not the task's own bound. */
+	bv = (fk_bound_view){.gpu = now + 150 * US, .own = now + 150 * US, .slack = 1, .budget = 100 * US};
+	CHECK(fk_bound_until(&bv, now, 50 * US, 200 * US) == now + 100 * US, "the board's budget rules");
+	bv.budget = 0;
+	CHECK(fk_bound_until(&bv, now, 50 * US, 200 * US) == now, "a budget of 0: none published, the fixed rule");
+
 	/* Resume: on, the priority's turn, the better ones between runs. */
 	fk_resume_view v = {.on = 1, .task_ok = 1, .next = now + 2000 * US, .sw = 140 * US};
 	CHECK(fk_resume_ok(&v, 0, now, 100 * US), "a 2 ms gap pays for two switches and 100us");

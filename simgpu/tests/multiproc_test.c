@@ -6,8 +6,10 @@
  * the timeslice model the long kernels of one process are preempted at slice
  * expiry (segments with last=false) while in fifo they never are.
  *
- * The workers are this program re-executed with a role argument; they start
- * together when the parent closes the pipe they block on.
+ * The workers are this program re-executed with a role argument; each says
+ * it is set up on a second pipe, and they start together when the parent,
+ * having heard both, closes the pipe they block on (no sleep that a loaded
+ * host, or a sanitizer, could outlast).
  */
 #include "testutil.h"
 
@@ -22,7 +24,7 @@
 /* worker: `long` launches KERNELS x 3 ms with 0.5 ms of host time after each,
  * `short` KERNELS x 300 us with 1 ms after each, alternating two streams;
  * both are set up before they start, so their launches overlap in time. */
-static int worker(const char *role, int startfd)
+static int worker(const char *role, int startfd, int readyfd)
 {
 	if (cuInit(0) != CUDA_SUCCESS)
 		return 3;
@@ -35,7 +37,10 @@ static int worker(const char *role, int startfd)
 	cuStreamCreate(&s[1], CU_STREAM_NON_BLOCKING);
 	int is_long = !strcmp(role, "long");
 	uint64_t ns = is_long ? 3000000 : 300000;
-	char b;
+	char b = 1;
+	if (write(readyfd, &b, 1) != 1)
+		return 2;
+	close(readyfd);
 	if (read(startfd, &b, 1) < 0)
 		return 2;
 	for (int i = 0; i < KERNELS; i++) {
@@ -48,14 +53,15 @@ static int worker(const char *role, int startfd)
 	return cuCtxDestroy_v2(c) == CUDA_SUCCESS ? 0 : 7;
 }
 
-static pid_t spawn(const char *self, const char *role, int fd, int wfd)
+static pid_t spawn(const char *self, const char *role, int fd, int wfd, int readyfd)
 {
-	char fds[16];
+	char fds[16], rfds[16];
 	snprintf(fds, sizeof fds, "%d", fd);
+	snprintf(rfds, sizeof rfds, "%d", readyfd);
 	pid_t p = fork();
 	if (p == 0) {
 		close(wfd); /* only the parent may hold the write end, or no EOF comes */
-		execl(self, self, role, fds, (char *)NULL);
+		execl(self, self, role, fds, rfds, (char *)NULL);
 		_exit(127);
 	}
 	return p;
@@ -71,12 +77,18 @@ static void scenario(const char *self, const char *model)
 	setenv("FIKIT_SIMGPU_SHM", shm, 1);
 	setenv("FIKIT_SIMGPU_MODEL", model, 1);
 	setenv("FIKIT_SIMGPU_DEVICE", "legacy", 1); /* the expectations' switch and slice */
-	int pfd[2];
-	if (pipe(pfd) != 0)
+	int pfd[2], rfd[2];
+	if (pipe(pfd) != 0 || pipe(rfd) != 0)
 		return;
-	pid_t a = spawn(self, "long", pfd[0], pfd[1]), b = spawn(self, "short", pfd[0], pfd[1]);
+	pid_t a = spawn(self, "long", pfd[0], pfd[1], rfd[1]), b = spawn(self, "short", pfd[0], pfd[1], rfd[1]);
 	close(pfd[0]);
-	usleep(100000); /* both attached and blocked on the pipe */
+	close(rfd[1]);
+	char ready[2];
+	size_t got = 0; /* both set up (or gone: EOF), then both go */
+	for (ssize_t r; got < sizeof ready && (r = read(rfd[0], ready + got, sizeof ready - got)) > 0;)
+		got += (size_t)r;
+	close(rfd[0]);
+	CHECK(got == sizeof ready, "%s: %zu of 2 workers set up", model, got);
 	close(pfd[1]);
 	int sa, sb;
 	waitpid(a, &sa, 0);
@@ -141,8 +153,8 @@ static void scenario(const char *self, const char *model)
 
 int main(int argc, char **argv)
 {
-	if (argc == 3)
-		return worker(argv[1], atoi(argv[2]));
+	if (argc == 4)
+		return worker(argv[1], atoi(argv[2]), atoi(argv[3]));
 	setenv("FIKIT_SIMGPU_VALIDATE", "1", 1); /* the workers check the shared model at every unlock */
 	scenario(argv[0], "timeslice");
 	scenario(argv[0], "fifo");

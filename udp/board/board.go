@@ -161,6 +161,12 @@ type Hint struct {
 	SwitchNs   uint64
 	Resume     bool
 	ResumeTask uint32
+	// Slack: the bound follows the slack; FillUntilNs is the end
+	// lower-priority work may be queued to (0: none predicted), BoundNs
+	// what a better priority's arrival may meet.
+	Slack       bool
+	FillUntilNs uint64
+	BoundNs     uint64
 }
 
 // SetHint writes section gpu's hint.
@@ -173,9 +179,14 @@ func (b *Board) SetHint(gpu int, h Hint) {
 	b.word(o + offNextLate).Store(h.NextLateNs)
 	b.word(o + offSwitch).Store(h.SwitchNs)
 	b.word32(o + offResumeTask).Store(h.ResumeTask)
+	b.word(o + offFillUntil).Store(h.FillUntilNs)
+	b.word(o + offBound).Store(h.BoundNs)
 	var f uint32
 	if h.Resume {
 		f |= FlagResume
+	}
+	if h.Slack {
+		f |= FlagSlack
 	}
 	b.word32(o + offFlags).Store(f)
 }

@@ -227,10 +227,13 @@ func TestCreateOnAFullFileSystem(t *testing.T) {
 	}
 	// The last GPU section and the last slot, written into a full file
 	// system: no fault.
-	b.SetHint(GPUs-1, Hint{NextNs: 1, NextLateNs: 4, SwitchNs: 2, Resume: true, ResumeTask: 3})
+	b.SetHint(GPUs-1, Hint{NextNs: 1, NextLateNs: 4, SwitchNs: 2, Resume: true, ResumeTask: 3, Slack: true, FillUntilNs: 5, BoundNs: 6})
 	o := headerSize + (GPUs-1)*gpuStride
 	if n, l := b.word(o+offNext).Load(), b.word(o+offNextLate).Load(); n != 1 || l != 4 {
 		t.Errorf("next_ns %d next_late_ns %d, want 1 4", n, l)
+	}
+	if u, bd, f := b.word(o+offFillUntil).Load(), b.word(o+offBound).Load(), b.word32(o+offFlags).Load(); u != 5 || bd != 6 || f != FlagResume|FlagSlack {
+		t.Errorf("fill_until_ns %d bound_ns %d flags %d, want 5 6 %d", u, bd, f, FlagResume|FlagSlack)
 	}
 	if !b.Claim(Slots - 1) {
 		t.Fatal("claim of the last slot")

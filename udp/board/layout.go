@@ -31,8 +31,13 @@ const (
 	offSleepers   = 212 // u32, hooks: threads sleeping on wake
 	offNextLate   = 216 // u64, daemon: the latest the next run is expected (next_ns's window)
 	offCursor     = 224 // u64, hooks: the predicted end of the bounded tasks' work on the GPU
-	FileSize      = 8192
-	layoutBytes   = headerSize + GPUs*gpuStride
+	// The bound that follows the slack (FlagSlack; docs/scheduler.md):
+	// what the core allows lower-priority work to reach, for the hooks to
+	// compare their cursor against.
+	offFillUntil = 232 // u64, daemon: lower-priority work may be queued to end by this (0: no prediction to go by)
+	offBound     = 240 // u64, daemon: the most lower-priority GPU time a better priority's arrival may meet
+	FileSize     = 8192
+	layoutBytes  = headerSize + GPUs*gpuStride
 	// Waiter slots fill the rest of the file: task t's is t mod Slots.
 	slotsOff       = layoutBytes
 	slotStride     = 64
@@ -50,6 +55,11 @@ const (
 // FlagResume is gpu.flags' bit for board-resume: task gpu.resume_task may
 // resume when the better priorities' runs end on the board.
 const FlagResume = 1
+
+// FlagSlack is gpu.flags' bit for the bound that follows the slack: the
+// hooks bound their work by gpu.fill_until_ns and gpu.bound_ns (without
+// it, by the fixed rule: their own bound and nothing into next_ns's window).
+const FlagSlack = 2
 
 // NoneExpected is gpu.next_ns when no better task is expected back.
 const NoneExpected = 1<<64 - 1
@@ -101,6 +111,8 @@ var Layout = []LayoutEntry{
 	word32("gpu.sleepers", offSleepers),
 	word64("gpu.next_late_ns", offNextLate),
 	word64("gpu.cursor_ns", offCursor),
+	word64("gpu.fill_until_ns", offFillUntil),
+	word64("gpu.bound_ns", offBound),
 	constant("slots_offset", slotsOff),
 	constant("slot_stride", slotStride),
 	constant("slots", Slots),
@@ -122,5 +134,5 @@ var LayoutConstants = []struct {
 	Value uint64
 }{
 	{"MAGIC", Magic}, {"VERSION", Version}, {"GPUS", GPUs}, {"LEVELS", Levels}, {"SLOTS", Slots},
-	{"FILE_SIZE", FileSize}, {"FLAG_RESUME", FlagResume}, {"NONE_EXPECTED", NoneExpected},
+	{"FILE_SIZE", FileSize}, {"FLAG_RESUME", FlagResume}, {"FLAG_SLACK", FlagSlack}, {"NONE_EXPECTED", NoneExpected},
 }
