@@ -84,18 +84,7 @@ func (w *exitWatcher) watch(id scheduler.TaskID, pid uint32, src netip.AddrPort)
 			failed(err)
 			return
 		}
-		f := os.NewFile(uintptr(fd), "pidfd")
-		w.mu.Lock()
-		if w.closed || w.watched[id] != nil {
-			w.mu.Unlock()
-			f.Close()
-			return
-		}
-		w.watched[id] = f
-		w.started = append(w.started, watchResult{id, nil})
-		w.mu.Unlock()
-		w.wake()
-		w.wait(id, pid, f)
+		w.hold(id, pid, fd)
 	}()
 }
 
@@ -192,19 +181,26 @@ func (w *exitWatcher) watchPinned(id scheduler.TaskID, pid uint32, pidfd int) {
 			// The datagram's pidfd is blocking; the wait polls it.
 			_ = unix.SetNonblock(fd, true)
 		}
-		f := os.NewFile(uintptr(fd), "pidfd")
-		w.mu.Lock()
-		if w.closed || w.watched[id] != nil {
-			w.mu.Unlock()
-			f.Close()
-			return
-		}
-		w.watched[id] = f
-		w.started = append(w.started, watchResult{id, nil})
-		w.mu.Unlock()
-		w.wake()
-		w.wait(id, pid, f)
+		w.hold(id, pid, fd)
 	}()
+}
+
+// hold keeps the pidfd fd of task id's process (pid) and waits for its exit
+// (on the calling goroutine), unless the watcher closed or already holds
+// one for id.
+func (w *exitWatcher) hold(id scheduler.TaskID, pid uint32, fd int) {
+	f := os.NewFile(uintptr(fd), "pidfd")
+	w.mu.Lock()
+	if w.closed || w.watched[id] != nil {
+		w.mu.Unlock()
+		f.Close()
+		return
+	}
+	w.watched[id] = f
+	w.started = append(w.started, watchResult{id, nil})
+	w.mu.Unlock()
+	w.wake()
+	w.wait(id, pid, f)
 }
 
 // watchable reports whether watch tries to watch a task registered by pid
