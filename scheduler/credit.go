@@ -70,9 +70,29 @@ func (n *Node) settleCredit(t *task, unreported uint32) {
 		d := t.resv[0]
 		n.useCredit(t)
 		g.lpBusyUntil = maxi(g.lpBusyUntil, n.now) + d
+		t.busyUntil = g.lpBusyUntil
 		unreported--
 	}
 	n.dropCredit(t)
+}
+
+// recountLowWork bounds g's low-priority backlog (lpBusyUntil, the
+// predicted end of the work granted or launched below the holders) by
+// what its waiters' own work is predicted to take: each waiter's
+// busyUntil is the backlog's end as of its latest launch or grant, and
+// a run end (its work done) or its leaving takes it back to now. The
+// backlog only ever grew, by predictions: a prediction past what ran — a
+// throttled equal's launches reported late, a holder demoted with work
+// predicted behind it — stayed until time caught up with it, and every
+// waiter on the GPU waited for it (scenario lp_busy_run_end).
+func (n *Node) recountLowWork(g *gpu) {
+	end := n.now
+	for _, o := range g.tasks {
+		if o.role == RoleWaiter {
+			end = maxi(end, o.busyUntil)
+		}
+	}
+	g.lpBusyUntil = mini(g.lpBusyUntil, end)
 }
 
 // dropCredit forgets a task's unused credit and its reservation.

@@ -236,8 +236,11 @@ func (n *Node) holderLaunch(h *task, k uint64, now int64, seq uint32) int64 {
 	}
 	n.endFill(g, now)
 	// Another context ran since the holder's last launch: low-priority work
-	// was granted, or predicted to run past it (a lower holder's).
-	otherRan := (g.lpInWindow || g.lpBusyUntil > h.lastLaunch) && !resident
+	// was granted, or is predicted to run past the holder's own work (a
+	// lower holder's). Not past its last launch: its kernels launched
+	// while that work is predicted to run queue behind the first, which
+	// pays the switch back (TestHolderPaysOneSwitchBack).
+	otherRan := (g.lpInWindow || g.lpBusyUntil > maxi(h.lastLaunch, h.busyUntil)) && !resident
 	if g.lpInWindow {
 		// Whatever the low-priority tasks may still launch on credit would
 		// now delay the holder: take it back.
@@ -318,6 +321,8 @@ func (n *Node) holderRunEnded(h *task, runNs int64) {
 		// opens into it. Its start is the sighting.
 		end = mini(end, h.sighted)
 		h.runEnd = end
+		// The launches reported so far were the ended run's: done.
+		h.busyUntil = mini(h.busyUntil, end)
 		h.learnRunGap(h.sighted - end)
 		h.learnRunEvery(h.sighted - h.runStart)
 		h.runStart = h.sighted
@@ -410,6 +415,14 @@ func (n *Node) idleAt(g *gpu) int64 {
 			th = maxi(th, n.cfg.RunIdle+h.lag)
 		}
 		ready := maxi(ref+th, h.busyUntil)
+		if h.inRun && h.refreshing() {
+			// Its predicted durations are known stale (drift.go): its
+			// run's work is done when its run end says so, and low-priority
+			// work granted sooner would run inside the run, which its new
+			// profile must measure alone. A run end that never comes is
+			// waited for a holder TTL.
+			ready = maxi(ready, h.lastLaunch+n.holderTTL(h))
+		}
 		at = maxi(at, ready)
 	}
 	return at

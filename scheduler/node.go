@@ -260,6 +260,7 @@ func (n *Node) remove(t *task) {
 	}
 	n.settleAll(t)
 	g.removeTask(t)
+	n.recountLowWork(g) // its work went with it
 	delete(n.tasks, t.id)
 	n.rosterVer++
 	n.out.Accounts = append(n.out.Accounts, t.account())

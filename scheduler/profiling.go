@@ -381,6 +381,7 @@ func (n *Node) runEnded(t *task, e RunEnded) {
 	t.inRun = false
 	t.runEnd = n.now
 	t.busyUntil = mini(t.busyUntil, n.now) // a run ends when its work is done
+	n.recountLowWork(t.gpu)
 }
 
 // decideRuns decides, for every measured task of g, the runs waiting for

@@ -303,6 +303,20 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			s.RunsCommitted, s.RunsDiscarded, s.ProfilesCompleted, s.Dropped)
 	case "resumes":
 		return fmt.Sprintf("board_resumes=%d\n", h.node.Stats().BoardResumes)
+	case "fill":
+		// The fill state, times relative to now (the clock's last event).
+		var b strings.Builder
+		rel := func(at int64) string {
+			if at == 0 {
+				return "0"
+			}
+			return fmtSigned(at - h.node.Now())
+		}
+		for _, f := range h.node.Fills() {
+			fmt.Fprintf(&b, "lp_busy_until=%s reserved=%s window=%v idle=%v waiting=%d shut=%q\n",
+				rel(f.LPBusyUntilNs), fmtDur(f.ReservedNs), f.WindowOpen, f.Idle, f.Waiting, f.Shut)
+		}
+		return b.String()
 	default:
 		t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
 	}
@@ -500,4 +514,12 @@ func TestScenariosRunDefaults(t *testing.T) {
 	if defaults < 40 {
 		t.Errorf("%d of %d scenario files run the defaults, want at least 40", defaults, len(files))
 	}
+}
+
+// fmtSigned is a duration that may be negative, as a scenario prints it.
+func fmtSigned(d int64) string {
+	if d < 0 {
+		return "-" + fmtDur(-d)
+	}
+	return "+" + fmtDur(d)
 }

@@ -134,6 +134,7 @@ func (n *Node) maybeCalibrate(g *gpu) {
 	s.nextAsk = n.now + every
 	g.lpInWindow = true
 	g.lpBusyUntil = maxi(g.lpBusyUntil, start) + sw + 2*ProbeNs
+	by.busyUntil = maxi(by.busyUntil, g.lpBusyUntil) // the probe is its work
 	n.noteUnreported(by, n.now, g.lpBusyUntil+sw)
 	n.stats.Calibrations++
 	n.out.Calibrations = append(n.out.Calibrations, Calibration{Task: by.id, Seq: s.seq, ProbeNs: ProbeNs})
