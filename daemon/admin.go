@@ -129,6 +129,9 @@ type GPUStatus struct {
 	MPS            bool   `json:"mps"`
 	SwitchSamples  int    `json:"switch_samples"`
 	SwitchLastNs   int64  `json:"switch_last_ns"`
+	// Fill is the core's fill state on the GPU (scheduler.FillInfo): why
+	// a waiting kernel does or does not go.
+	Fill *scheduler.FillInfo `json:"fill,omitempty"`
 }
 
 // adminIdleTimeout closes an admin connection idle between requests: a
@@ -254,9 +257,13 @@ func (s *Server) Status() Status {
 	for _, k := range s.core.Awaited() {
 		st.Awaited = append(st.Awaited, store.Known{TaskKey: k.Key, PID: k.PID, Priority: k.Priority, GPU: k.GPU})
 	}
+	fills := map[string]*scheduler.FillInfo{}
+	for _, f := range s.core.Fills() {
+		fills[f.GPU] = &f
+	}
 	for _, g := range s.core.Switches() {
 		st.GPUs = append(st.GPUs, GPUStatus{GPU: g.GPU, SwitchCostNs: g.CostNs, SwitchMeasured: g.Measured, MPS: g.MPS,
-			SwitchSamples: g.Samples, SwitchLastNs: g.LastNs})
+			SwitchSamples: g.Samples, SwitchLastNs: g.LastNs, Fill: fills[g.GPU]})
 	}
 	st.Tenants = tenants(s.usage())
 	return st
