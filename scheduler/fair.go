@@ -115,6 +115,19 @@ func (n *Node) fairUntil(t *task) int64 {
 	return until
 }
 
+// fairAnticipated reports whether the turn's task t, with nothing
+// waiting, is waited for by its equals: it launched or asked within
+// FairIdle, or work it launched is predicted to run then (anticipation:
+// its next request is near, and granting an equal meanwhile would switch
+// the GPU between the two kernel by kernel). Being inside a run is not
+// enough (fairActive counts it, for the lag): a task whose run goes
+// slowly — its hook waiting on its own, for the µs bound or a host gap —
+// would keep its equals off an idle GPU for as long as it took to catch
+// up with them (scenario fair_turn_quiet).
+func (n *Node) fairAnticipated(t *task) bool {
+	return t != nil && n.now <= maxi(t.fairSeen, t.busyUntil)+n.cfg.FairIdle
+}
+
 // fairTouch: t launched or asked at time at. A task that was not active
 // joins its equals no further behind than FairLag: idle time banks no GPU
 // time (MQFQ starts a flow that turns active at the global virtual time;
@@ -230,7 +243,10 @@ func (n *Node) fairFit(l *lineup, room int64, idleGPU, longest bool) *cand {
 				best = c
 			}
 		}
-		if best == nil && waits {
+		// The turn's task asks for nothing, and is not expected to soon:
+		// its equals use the room, however far ahead (work conserving).
+		quiet := !waits && !n.fairAnticipated(turn)
+		if best == nil && (waits || quiet) {
 			// Out of turn: room the turn's kernels do not fit. Within the
 			// lag; beyond it too once they have not fitted for SkipLimit
 			// opportunities (kernels longer than the gaps on offer): the
@@ -238,7 +254,7 @@ func (n *Node) fairFit(l *lineup, room int64, idleGPU, longest bool) *cand {
 			// fits, which the others do not take from it.
 			for k := range l.q[p] {
 				c := &l.q[p][k]
-				if c.r.t == turn || c.r.est > room || !starving && c.r.t.vt > least+n.cfg.FairLag {
+				if c.r.t == turn || c.r.est > room || !starving && !quiet && c.r.t.vt > least+n.cfg.FairLag {
 					continue
 				}
 				if best == nil || c.r.t.vt < best.r.t.vt {
