@@ -31,9 +31,13 @@ type fairMode struct {
 		P50Pct float64 `json:"p50_pct"`
 		P99Pct float64 `json:"p99_pct"`
 	} `json:"hp_interference"`
-	Holders   bool         `json:"holders"`
-	Throttles uint64       `json:"fair_throttles"`
-	Tenants   []tenantJSON `json:"tenants"`
+	Holders    bool              `json:"holders"`
+	Throttles  uint64            `json:"fair_throttles"`
+	Tenants    []tenantJSON      `json:"tenants"`
+	SpanNs     int64             `json:"span_ns"`
+	ShortStall int64             `json:"short_longest_stall_ns"`
+	LongStall  int64             `json:"long_longest_stall_ns"`
+	Stalls     []json.RawMessage `json:"stalls"`
 }
 
 // The daemon's GPU-time accounting against the device's, as a ratio.
@@ -60,7 +64,7 @@ func TestFairSharesAmongEquals(t *testing.T) {
 	}
 	for attempt := 1; ; attempt++ {
 		out := filepath.Join(t.TempDir(), "fair.json")
-		r := runCmd(t, 5*time.Minute, nil, fikit, "bench", "fair", "--hp-runs", "150", "--json", out,
+		r := runCmd(t, 5*time.Minute, nil, fikit, "bench", "fair", "--hp-runs", "150", "--json", out, "--record",
 			"--mode", "best-prio-fit", "--mode", fairPolicy, "--mode", fairPolicy+":2:1",
 			"--mode", "best-prio-fit:holders", "--mode", fairPolicy+":holders")
 		if r.ExitCode != 0 {
@@ -86,10 +90,23 @@ func TestFairSharesAmongEquals(t *testing.T) {
 		t.Logf("%s: the daemon accounted less than the device ran (it lost track of the services): measuring again", lost)
 	}
 	best, fair, weighted, bestHolders, fairHolders := res.Modes[0], res.Modes[1], res.Modes[2], res.Modes[3], res.Modes[4]
+	// Nobody starved: the high-priority service leaves most of every
+	// 10 ms idle, and two holders share; a loaded host keeps a service off
+	// the device for a tenth of a span at most (docs/operations.md), one
+	// stuck in the scheduler for all of it (the bench's --record says what
+	// the daemon decided about it meanwhile).
 	for _, m := range res.Modes {
-		if m.ShortNs <= 0 || m.LongNs <= 0 {
-			t.Fatalf("%s: a service got no GPU time: %+v", m.Policy, m)
+		if m.ShortNs <= 0 || m.LongNs <= 0 || max(m.ShortStall, m.LongStall) > m.SpanNs/3 {
+			t.Errorf("%s (weights %d:%d, holders %v): short %v, long %v of GPU time; longest without any: short %v, long %v of %v",
+				m.Policy, m.WeightShort, m.WeightLong, m.Holders, time.Duration(m.ShortNs), time.Duration(m.LongNs),
+				time.Duration(m.ShortStall), time.Duration(m.LongStall), time.Duration(m.SpanNs))
+			for _, s := range m.Stalls {
+				t.Logf("stall: %s", s)
+			}
 		}
+	}
+	if t.Failed() {
+		t.FailNow()
 	}
 	// The unfairness fixed: BestPrioFit takes the longest kernel that fits.
 	if best.LongNs < 2*best.ShortNs {

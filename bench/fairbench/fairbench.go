@@ -2,6 +2,7 @@ package fairbench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/fikit/fikit/bench/harness"
 	"github.com/fikit/fikit/daemon"
+	"github.com/fikit/fikit/daemon/decisions"
 	"github.com/fikit/fikit/internal/stats"
 	"github.com/fikit/fikit/scheduler"
 	"github.com/fikit/fikit/simgpu/timeline"
@@ -101,6 +103,9 @@ type Options struct {
 	// profile runs (zero: the defaults).
 	Scheduler *scheduler.Config
 	Log       harness.Logf
+	// Record: each mode's daemon records its decisions into the mode's
+	// directory (decisions.jsonl), and a stall's diagnosis counts them.
+	Record bool
 }
 
 // ModeResult is what one mode measured.
@@ -137,6 +142,50 @@ type ModeResult struct {
 	Throttles uint64 `json:"fair_throttles"`
 	// Tenants is `fikit status --json`'s tenants at the end.
 	Tenants []daemon.TenantStatus `json:"tenants"`
+	// ShortStallNs and LongStallNs are the longest time within the span
+	// that each low-priority service had nothing on the device: how long
+	// it was kept off the GPU (the high-priority service leaves most of
+	// every 10 ms idle).
+	ShortStallNs int64 `json:"short_longest_stall_ns"`
+	LongStallNs  int64 `json:"long_longest_stall_ns"`
+	// Stalls describes each stall over StallNoted: what the daemon said of
+	// the service then, for whoever must find out why.
+	Stalls []Stall `json:"stalls,omitempty"`
+}
+
+// StallNoted is the stall of a low-priority service that a mode describes
+// (ModeResult.Stalls): twenty of the high-priority service's intervals.
+const StallNoted = 20 * hpEvery
+
+// Stall is one low-priority service kept off the GPU for long.
+type Stall struct {
+	Service string `json:"service"`
+	// FromNs is when it began (CLOCK_MONOTONIC), DurationNs how long.
+	FromNs     int64 `json:"from_ns"`
+	DurationNs int64 `json:"duration_ns"`
+	// Task is the daemon's status of its task at the end of the mode;
+	// Decisions counts the decision records about it during the stall, by
+	// kind (with Options.Record); Stderr is the end of what its process
+	// (the hook, the replayer) wrote.
+	Task      *daemon.TaskStatus `json:"task,omitempty"`
+	Decisions map[string]int     `json:"decisions,omitempty"`
+	Stderr    string             `json:"stderr,omitempty"`
+	// During is what the daemon's status said while it stalled (read
+	// every 100 ms; the first, middle and last reading): the GPU's fill
+	// state and the low-priority tasks.
+	During []Reading `json:"during,omitempty"`
+}
+
+// Reading is one status reading during a stall.
+type Reading struct {
+	AtNs  int64               `json:"at_ns"`
+	Fill  *scheduler.FillInfo `json:"fill,omitempty"`
+	Tasks []daemon.TaskStatus `json:"tasks"`
+}
+
+func (s Stall) String() string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
 
 // Result is a measurement.
@@ -279,6 +328,17 @@ func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTr
 		return nil, err
 	}
 	defer e.Close()
+	recPath := ""
+	if o.Record {
+		recPath = filepath.Join(o.Dir, fmt.Sprintf("mode%d", idx), "decisions.jsonl")
+		f, err := os.Create(recPath)
+		if err != nil {
+			return nil, err
+		}
+		if err := d.Record(f); err != nil {
+			return nil, err
+		}
+	}
 	svc := func(name, tr string, prio int, cpu int64, w uint32) harness.Service {
 		s := harness.Service{Name: name, Trace: tr, CPUNs: cpu, Hooked: true, Prio: prio, TaskKey: "fair/" + name,
 			Scheduler: d.Addr()}
@@ -326,6 +386,7 @@ func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTr
 	}
 	var hpRes *harness.Result
 	var hpErr error
+	watch := watchStatus(d, 100*time.Millisecond)
 	from := harness.MonotonicNs()
 	if m.Holders {
 		time.Sleep(time.Duration(o.HPRuns) * hpEvery)
@@ -338,7 +399,8 @@ func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTr
 		hpRes, hpErr = hpProc.Wait()
 	}
 	to := harness.MonotonicNs() // the timeline's clock
-	st := d.Status()            // before the low-priority services leave
+	readings := watch()
+	st := d.Status() // before the low-priority services leave
 	stAt := harness.MonotonicNs()
 	lpRes := stop()
 	if hpErr != nil {
@@ -376,6 +438,22 @@ func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTr
 		}
 	}
 	mr.Switches, mr.LPSwitches = switches(recs, from, to, sp, lp)
+	var stalls []stalled
+	for i, x := range []struct {
+		key string
+		pid int
+		ns  *int64
+	}{{short.TaskKey, sp, &mr.ShortStallNs}, {long.TaskKey, lp, &mr.LongStallNs}} {
+		gap, at := timeline.LongestGap(recs, x.pid, from, to)
+		*x.ns = gap
+		if gap >= int64(StallNoted) {
+			stalls = append(stalls, stalled{Stall{Service: x.key, FromNs: at, DurationNs: gap, Stderr: tail(lpRes[i].Stderr, 2000)}, i})
+		}
+	}
+	if len(stalls) > 0 {
+		_ = d.Record(nil) // flushed, to be read
+		mr.Stalls = diagnose(stalls, st.Tasks, recPath, readings)
+	}
 	ws, wl := float64(max(m.WeightShort, 1)), float64(max(m.WeightLong, 1))
 	if mr.ShortNs > 0 && mr.LongNs > 0 {
 		// Each one's GPU time per unit of weight; 1 is as weighted.
@@ -446,5 +524,99 @@ func (r *Result) Write(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", m.Mode, ms(m.ShortNs), ms(m.LongNs), m.Ratio,
 			ms(total), vs, hp[0], hp[1], hp[2], hp[3], acc, per(m.Switches), per(m.LPSwitches))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, m := range r.Modes {
+		for _, s := range m.Stalls {
+			fmt.Fprintf(w, "\n%s: %s got nothing on the device for %v: %s\n", m.Mode, s.Service, time.Duration(s.DurationNs).Round(time.Millisecond), s)
+		}
+	}
+	return nil
+}
+
+type stalled struct {
+	Stall
+	i int
+}
+
+// diagnose completes the stalls with the daemon's word on each service:
+// its task's status, and the decisions recorded about it while it stalled
+// (recPath "": none recorded).
+func diagnose(stalls []stalled, tasks []daemon.TaskStatus, recPath string, readings []Reading) []Stall {
+	var recs []decisions.Record
+	if recPath != "" {
+		recs, _ = decisions.Read(recPath)
+	}
+	out := make([]Stall, 0, len(stalls))
+	for _, s := range stalls {
+		for _, t := range tasks {
+			if t.Key == s.Service {
+				s.Task = &t
+			}
+		}
+		if recs != nil && s.Task != nil {
+			s.Decisions = map[string]int{}
+			for _, r := range recs {
+				if r.Task == s.Task.ID && r.T >= s.FromNs && r.T < s.FromNs+s.DurationNs {
+					s.Decisions[r.Kind]++
+				}
+			}
+		}
+		var in []Reading
+		for _, r := range readings {
+			if r.AtNs >= s.FromNs && r.AtNs < s.FromNs+s.DurationNs {
+				in = append(in, r)
+			}
+		}
+		if len(in) > 3 {
+			in = []Reading{in[0], in[len(in)/2], in[len(in)-1]}
+		}
+		s.During = in
+		out = append(out, s.Stall)
+	}
+	return out
+}
+
+// watchStatus reads d's status every period until the function it
+// returns is called, which returns the readings: the GPU's fill state and
+// the low-priority tasks (for a stall's diagnosis).
+func watchStatus(d *harness.Daemon, period time.Duration) func() []Reading {
+	stop, done := make(chan struct{}), make(chan []Reading)
+	go func() {
+		var out []Reading
+		tk := time.NewTicker(period)
+		defer tk.Stop()
+		for {
+			select {
+			case <-stop:
+				done <- out
+				return
+			case <-tk.C:
+			}
+			st := d.Status()
+			r := Reading{AtNs: harness.MonotonicNs()}
+			for _, g := range st.GPUs {
+				r.Fill = g.Fill
+			}
+			for _, t := range st.Tasks {
+				if t.Priority == lpPrio {
+					r.Tasks = append(r.Tasks, t)
+				}
+			}
+			out = append(out, r)
+		}
+	}()
+	return func() []Reading {
+		close(stop)
+		return <-done
+	}
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
 }

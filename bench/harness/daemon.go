@@ -66,6 +66,10 @@ func startDaemon(ctx context.Context, cfg scheduler.Config, logw io.Writer, st *
 // Addr is the daemon's UDP address for FIKIT_SCHEDULER / --scheduler.
 func (d *Daemon) Addr() string { return d.srv.Addr().String() }
 
+// Record records the daemon's decisions to w (nil: ends the recording,
+// flushing it; daemon.Server.Record).
+func (d *Daemon) Record(w io.Writer) error { return d.srv.Record(w) }
+
 // Status is the daemon's status.
 func (d *Daemon) Status() daemon.Status { return d.srv.Status() }
 

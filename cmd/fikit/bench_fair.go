@@ -33,6 +33,8 @@ func benchFairCommand() *cli.Command {
 				"high-priority service (the two hold the GPU) (repeatable; default: best-prio-fit, fair-prio-fit, fair-prio-fit:2:1)"},
 			&cli.StringFlag{Name: "json", Usage: "also write the results as JSON to this file"},
 			&cli.StringFlag{Name: "keep", Usage: "keep the work files (traces, timelines) in this directory"},
+			&cli.BoolFlag{Name: "record", Usage: "record each mode's daemon decisions into its work directory (decisions.jsonl, kept with --keep); " +
+				"a low-priority service kept off the GPU for long is then described with the decisions about it"},
 		}, schedulerFlags("profile-runs", "policy")...),
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -68,7 +70,7 @@ func benchFairCommand() *cli.Command {
 				modes = append(modes, m)
 			}
 			o := fairbench.Options{Bin: bin, Dir: dir, Preset: c.String("device"), SwitchUs: c.Int("switch-us"), HPRuns: c.Int("hp-runs"),
-				Modes: modes, Scheduler: &sched, Log: harness.Printer(os.Stderr)}
+				Modes: modes, Scheduler: &sched, Log: harness.Printer(os.Stderr), Record: c.Bool("record")}
 			res, err := fairbench.Run(c.Context, o)
 			if res != nil && len(res.Modes) > 0 {
 				if werr := res.Write(c.App.Writer); werr != nil {

@@ -3,6 +3,7 @@ package timeline
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -209,6 +210,27 @@ func ArrivedBusyNs(recs []Record, pid int, to int64) int64 {
 		busy += r.EndNs - r.StartNs
 	}
 	return busy
+}
+
+// LongestGap is the longest stretch of [from, to] in which no segment of
+// pid ran on the device, and where it began: how long a service was kept
+// off the GPU (the hook's probe left out).
+func LongestGap(recs []Record, pid int, from, to int64) (gap, at int64) {
+	var segs []Span
+	for _, r := range recs {
+		if r.PID == pid && !r.IsHookProbe() && r.EndNs > from && r.StartNs < to {
+			segs = append(segs, Span{max(r.StartNs, from), min(r.EndNs, to)})
+		}
+	}
+	slices.SortFunc(segs, func(a, b Span) int { return cmp.Compare(a.From, b.From) })
+	cur := from // the end of what ran so far
+	for _, s := range append(segs, Span{to, to}) {
+		if s.From-cur > gap {
+			gap, at = s.From-cur, cur
+		}
+		cur = max(cur, s.To)
+	}
+	return gap, at
 }
 
 // Span is a half-open interval of CLOCK_MONOTONIC time, e.g. one run.

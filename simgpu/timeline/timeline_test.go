@@ -112,3 +112,29 @@ func FuzzParse(f *testing.F) {
 		_ = BlockedPerSpan(recs, 1, []Span{{0, 1 << 40}})
 	})
 }
+
+func TestLongestGap(t *testing.T) {
+	recs := []Record{
+		{PID: 1, StartNs: 10, EndNs: 20},
+		{PID: 2, StartNs: 20, EndNs: 90}, // another process
+		{PID: 1, StartNs: 15, EndNs: 30}, // overlaps the first
+		{PID: 1, StartNs: 60, EndNs: 70},
+		{PID: 1, Name: HookProbe, StartNs: 35, EndNs: 55}, // the probe is not the service's work
+	}
+	for _, c := range []struct {
+		pid             int
+		from, to        int64
+		wantGap, wantAt int64
+	}{
+		{1, 0, 105, 35, 70}, // 70–105 after the last segment
+		{1, 0, 80, 30, 30},  // 30–60 between them
+		{1, 12, 65, 30, 30}, // clipped to the range
+		{2, 0, 100, 20, 0},  // 0–20 before the first
+		{3, 0, 100, 100, 0}, // never ran
+		{1, 40, 40, 0, 0},   // an empty range
+	} {
+		if gap, at := LongestGap(recs, c.pid, c.from, c.to); gap != c.wantGap || at != c.wantAt {
+			t.Errorf("LongestGap(pid %d, %d–%d) = %d at %d, want %d at %d", c.pid, c.from, c.to, gap, at, c.wantGap, c.wantAt)
+		}
+	}
+}
