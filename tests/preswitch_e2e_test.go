@@ -76,10 +76,15 @@ func TestPreSwitchEndToEnd(t *testing.T) {
 	}
 	t.Logf("%d of %d HP runs started over %s after their tick", late, seen, us(guardNs))
 	// Most requests after steady arrivals are warmed; most warm-ups hit,
-	// but for those the host made late.
-	if s.PreSwitches < steady/3 || s.Hits < (s.PreSwitches-late)/2 || s.Off != 0 {
-		t.Errorf("pre-switch: %d warm-ups, %d hits (%d early, %d misses, %d off) in %d periodic HP runs, %d after steady arrivals, %d late; want ≥ %d warm-ups, half of those not late hits",
-			s.PreSwitches, s.Hits, s.Early, s.Misses, s.Off, seen, steady, late, steady/3)
+	// but for those the host made late. The daemon turns a task's
+	// pre-switches off when fewer than 8 of 16 hit (preSwitchWindow,
+	// preSwitchMinHits in scheduler/preswitch.go): right where the host
+	// made more than 8 requests late (a late request is a miss), a fault
+	// of the pre-switch where it did not.
+	const offMisses = 16 - 8
+	if s.PreSwitches < steady/3 || s.Hits < (s.PreSwitches-late)/2 || s.Off != 0 && late <= offMisses {
+		t.Errorf("pre-switch: %d warm-ups, %d hits (%d early, %d misses, %d off) in %d periodic HP runs, %d after steady arrivals, %d late; want ≥ %d warm-ups, half of those not late hits, none turned off unless over %d runs were late",
+			s.PreSwitches, s.Hits, s.Early, s.Misses, s.Off, seen, steady, late, steady/3, offMisses)
 	}
 	// On the device (simgpu's blocked time, ground truth): a hit run pays
 	// no switch. Runs without a warm-up pay it every time (the low
