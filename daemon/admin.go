@@ -129,9 +129,9 @@ type GPUStatus struct {
 	MPS            bool   `json:"mps"`
 	SwitchSamples  int    `json:"switch_samples"`
 	SwitchLastNs   int64  `json:"switch_last_ns"`
-	// Fill is the core's fill state on the GPU (scheduler.FillInfo): why
+	// Fill is the core's fill state on the GPU (scheduler.FillState): why
 	// a waiting kernel does or does not go.
-	Fill *scheduler.FillInfo `json:"fill,omitempty"`
+	Fill *scheduler.FillState `json:"fill,omitempty"`
 }
 
 // adminIdleTimeout closes an admin connection idle between requests: a
@@ -257,8 +257,8 @@ func (s *Server) Status() Status {
 	for _, k := range s.core.Awaited() {
 		st.Awaited = append(st.Awaited, store.Known{TaskKey: k.Key, PID: k.PID, Priority: k.Priority, GPU: k.GPU})
 	}
-	fills := map[string]*scheduler.FillInfo{}
-	for _, f := range s.core.Fills() {
+	fills := map[string]*scheduler.FillState{}
+	for _, f := range s.core.FillStates(nil) {
 		fills[f.GPU] = &f
 	}
 	for _, g := range s.core.Switches() {

@@ -111,10 +111,10 @@ func newRecorder(w io.Writer, s *Server) *recorder {
 	r.fill = s.core.FillStates(nil)
 	for _, f := range r.fill {
 		if f.Window {
-			r.w.Add(decisions.Record{T: now, Kind: decisions.KindWindow, GPU: f.GPU, Start: f.WindowStart, End: f.WindowEnd})
+			r.w.Add(decisions.Record{T: now, Kind: decisions.KindWindow, GPU: f.GPU, Start: f.WindowStartNs, End: f.WindowEndNs})
 		}
 		if f.Idle {
-			r.w.Add(decisions.Record{T: now, Kind: decisions.KindIdle, GPU: f.GPU, CapNs: f.IdleCap})
+			r.w.Add(decisions.Record{T: now, Kind: decisions.KindIdle, GPU: f.GPU, CapNs: f.IdleCapNs})
 		}
 	}
 	r.w.Flush()
@@ -154,6 +154,7 @@ func (r *recorder) stepped(ev scheduler.Event, core *scheduler.Node) {
 		task, launchAt = e.Task, e.Now
 		r.pending[reqKey{e.Task, e.Seq}] = e.Kernel
 		r.launched(e.Task, e.Seq, e.Now)
+		r.w.Add(decisions.Record{T: now, Kind: decisions.KindRequest, Task: uint32(e.Task), Seq: e.Seq, Kernel: decisions.KernelID(e.Kernel)})
 	case scheduler.RunEnded:
 		r.runEnded(e)
 	}
@@ -174,30 +175,30 @@ func (r *recorder) stepped(ev scheduler.Event, core *scheduler.Node) {
 				break
 			}
 		}
-		if old.Window && (!f.Window || f.WindowEnd != old.WindowEnd) {
-			rec := decisions.Record{T: now, Kind: decisions.KindWindowEnd, GPU: f.GPU, Start: old.WindowStart, End: old.WindowEnd}
+		if old.Window && (!f.Window || f.WindowEndNs != old.WindowEndNs) {
+			rec := decisions.Record{T: now, Kind: decisions.KindWindowEnd, GPU: f.GPU, Start: old.WindowStartNs, End: old.WindowEndNs}
 			holderLaunch := launchAt != 0 && r.tasks[task] != nil && r.tasks[task].holder
 			switch {
 			case sighted:
 				rec.Reason = "board"
 			case early && launchAt != 0:
 				rec.Reason, rec.T = "early_stop", launchAt
-			case holderLaunch && launchAt >= old.WindowEnd:
+			case holderLaunch && launchAt >= old.WindowEndNs:
 				rec.Reason, rec.T = "holder_launch", launchAt
-			case now >= old.WindowEnd:
+			case now >= old.WindowEndNs:
 				rec.Reason = "expired"
 			default:
 				rec.Reason = "closed"
 			}
 			r.w.Add(rec)
 		}
-		if f.Window && (!old.Window || f.WindowEnd != old.WindowEnd) {
-			r.w.Add(decisions.Record{T: now, Kind: decisions.KindWindow, GPU: f.GPU, Start: f.WindowStart, End: f.WindowEnd})
+		if f.Window && (!old.Window || f.WindowEndNs != old.WindowEndNs) {
+			r.w.Add(decisions.Record{T: now, Kind: decisions.KindWindow, GPU: f.GPU, Start: f.WindowStartNs, End: f.WindowEndNs})
 		}
 		if f.Idle != old.Idle {
 			rec := decisions.Record{T: now, Kind: decisions.KindIdleEnd, GPU: f.GPU}
 			if f.Idle {
-				rec.Kind, rec.CapNs = decisions.KindIdle, f.IdleCap
+				rec.Kind, rec.CapNs = decisions.KindIdle, f.IdleCapNs
 			} else if sighted {
 				rec.Reason = "board"
 			}
@@ -205,7 +206,7 @@ func (r *recorder) stepped(ev scheduler.Event, core *scheduler.Node) {
 		}
 		b := r.batch[f.GPU]
 		if f.Window {
-			b.window, b.start, b.end = true, f.WindowStart, f.WindowEnd
+			b.window, b.start, b.end = true, f.WindowStartNs, f.WindowEndNs
 		}
 		b.idle = b.idle || f.Idle
 		r.batch[f.GPU] = b

@@ -312,9 +312,9 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			}
 			return fmtSigned(at - h.node.Now())
 		}
-		for _, f := range h.node.Fills() {
+		for _, f := range h.node.FillStates(nil) {
 			fmt.Fprintf(&b, "lp_busy_until=%s reserved=%s window=%v idle=%v waiting=%d shut=%q\n",
-				rel(f.LPBusyUntilNs), fmtDur(f.ReservedNs), f.WindowOpen, f.Idle, f.Waiting, f.Shut)
+				rel(f.LPBusyUntilNs), fmtDur(f.ReservedNs), f.Window, f.Idle, f.Waiting, f.Shut)
 		}
 		return b.String()
 	default:

@@ -278,6 +278,9 @@ func Write(w io.Writer, recs []timeline.Record, decs []decisions.Record, opt Opt
 				name += fmt.Sprintf(" +%d", d.Credit)
 			}
 			err = instant(Event{Name: name, Cat: "decision", PID: DaemonPID, TID: tidGrants, Args: args}, d.T, "t")
+		case decisions.KindRequest:
+			err = instant(Event{Name: "request" + who, Cat: "decision", PID: DaemonPID, TID: tidHolds,
+				Args: map[string]any{"task": d.Task, "seq": d.Seq, "kernel": d.Kernel}}, d.T, "t")
 		case decisions.KindHold:
 			err = instant(Event{Name: "hold" + who, Cat: "decision", PID: DaemonPID, TID: tidHolds,
 				Args: map[string]any{"task": d.Task, "seq": d.Seq}}, d.T, "t")

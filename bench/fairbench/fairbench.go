@@ -178,9 +178,9 @@ type Stall struct {
 
 // Reading is one status reading during a stall.
 type Reading struct {
-	AtNs  int64               `json:"at_ns"`
-	Fill  *scheduler.FillInfo `json:"fill,omitempty"`
-	Tasks []daemon.TaskStatus `json:"tasks"`
+	AtNs  int64                `json:"at_ns"`
+	Fill  *scheduler.FillState `json:"fill,omitempty"`
+	Tasks []daemon.TaskStatus  `json:"tasks"`
 }
 
 func (s Stall) String() string {

@@ -24,6 +24,9 @@ const (
 	// Deadline is then the end of the window it was granted into (the
 	// holders' predicted return); a grant has no expiry of its own.
 	KindGrant = "grant"
+	// KindRequest: Task asks to launch Seq, Kernel (its hook waits for
+	// the answer: a grant, or holds).
+	KindRequest = "request"
 	// KindHold: waiting launch Seq of Task is told to keep waiting.
 	KindHold = "hold"
 	// KindWindow: a fill window opened on GPU: the holders are predicted
