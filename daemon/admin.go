@@ -132,6 +132,10 @@ type GPUStatus struct {
 	// Fill is the core's fill state on the GPU (scheduler.FillState): why
 	// a waiting kernel does or does not go.
 	Fill *scheduler.FillState `json:"fill,omitempty"`
+	// BoardCursorNs is the board's device-time cursor for the GPU: where
+	// the hooks' µs bound predicts the bounded tasks' work on it to end
+	// (0: no board section for it).
+	BoardCursorNs int64 `json:"board_cursor_ns"`
 }
 
 // adminIdleTimeout closes an admin connection idle between requests: a
@@ -261,9 +265,19 @@ func (s *Server) Status() Status {
 	for _, f := range s.core.FillStates(nil) {
 		fills[f.GPU] = &f
 	}
+	section := map[string]int{} // GPU → its board section, from its tasks
+	for _, t := range s.core.Tasks() {
+		if ta := s.tasks[t.ID]; ta != nil && ta.boardGPU >= 0 {
+			section[t.GPU] = ta.boardGPU
+		}
+	}
 	for _, g := range s.core.Switches() {
-		st.GPUs = append(st.GPUs, GPUStatus{GPU: g.GPU, SwitchCostNs: g.CostNs, SwitchMeasured: g.Measured, MPS: g.MPS,
-			SwitchSamples: g.Samples, SwitchLastNs: g.LastNs, Fill: fills[g.GPU]})
+		gs := GPUStatus{GPU: g.GPU, SwitchCostNs: g.CostNs, SwitchMeasured: g.Measured, MPS: g.MPS,
+			SwitchSamples: g.Samples, SwitchLastNs: g.LastNs, Fill: fills[g.GPU]}
+		if i, ok := section[g.GPU]; ok && s.board != nil {
+			gs.BoardCursorNs = s.board.Cursor(i)
+		}
+		st.GPUs = append(st.GPUs, gs)
 	}
 	st.Tenants = tenants(s.usage())
 	return st

@@ -178,9 +178,12 @@ type Stall struct {
 
 // Reading is one status reading during a stall.
 type Reading struct {
-	AtNs  int64                `json:"at_ns"`
-	Fill  *scheduler.FillState `json:"fill,omitempty"`
-	Tasks []daemon.TaskStatus  `json:"tasks"`
+	AtNs int64 `json:"at_ns"`
+	// BoardCursorNs is where the hooks' µs bound predicts the bounded
+	// work on the GPU to end (gpus[].board_cursor_ns).
+	BoardCursorNs int64                `json:"board_cursor_ns"`
+	Fill          *scheduler.FillState `json:"fill,omitempty"`
+	Tasks         []daemon.TaskStatus  `json:"tasks"`
 }
 
 func (s Stall) String() string {
@@ -597,7 +600,7 @@ func watchStatus(d *harness.Daemon, period time.Duration) func() []Reading {
 			st := d.Status()
 			r := Reading{AtNs: harness.MonotonicNs()}
 			for _, g := range st.GPUs {
-				r.Fill = g.Fill
+				r.Fill, r.BoardCursorNs = g.Fill, g.BoardCursorNs
 			}
 			for _, t := range st.Tasks {
 				if t.Priority == lpPrio {
