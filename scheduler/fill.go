@@ -15,6 +15,7 @@ import (
 func (n *Node) notified(t *task, seq uint32, kernel uint64, at int64) {
 	n.countSeq(t, seq)
 	n.fairTouch(t, at)
+	t.gpu.calibrationSeen(t, at)
 	if t.role == RoleHolder {
 		t.gpu.noteLevel(t.prio, at)
 		dur := n.holderLaunch(t, kernel, at, seq)

@@ -44,15 +44,17 @@ var gates = []gate{
 	profilingRunGate,
 }
 
-// calibrationGate: a waiter whose hook is measuring the switch
-// (switchcost.go) is granted nothing until it answered or its hold ended.
+// calibrationGate: while a waiter's hook is measuring the switch
+// (switchcost.go) no waiter of the GPU is granted anything, until the
+// answer or the hold's end: another's kernels beside the probes spoil the
+// sample (switch_calibration_spoiled.txt).
 var calibrationGate = gate{
 	name: "calibration",
 	step: func(n *Node, g *gpu) {
 		n.maybeCalibrate(g)
 		g.held = n.calibrating(g)
 	},
-	admits: func(_ *Node, g *gpu, r *request) bool { return r.t != g.held },
+	admits: func(_ *Node, g *gpu, _ *request) bool { return g.held == nil },
 	at:     (*Node).calibrateAt,
 }
 

@@ -68,10 +68,12 @@ type switchEstimate struct {
 	est     int64   // their median
 	mps     bool
 	// The request outstanding (seq 0: none), and when the next is due.
-	seq      uint32
-	task     TaskID
-	asked    int64
-	hold     int64 // the waiter is held back until then, or the answer
+	seq   uint32
+	task  TaskID
+	asked int64
+	hold  int64 // the waiters are held back until then, or the answer
+	// spoiled: another task launched while the probes were timed.
+	spoiled  bool
 	nextAsk  int64
 	lastSeq  uint32
 	answered uint64
@@ -126,7 +128,7 @@ func (n *Node) maybeCalibrate(g *gpu) {
 		return
 	}
 	s.lastSeq++
-	s.seq, s.task, s.asked, s.hold = s.lastSeq, by.id, n.now, n.now+calibHold
+	s.seq, s.task, s.asked, s.hold, s.spoiled = s.lastSeq, by.id, n.now, n.now+calibHold, false
 	every := n.cfg.SwitchCalibrate
 	if len(s.samples) < warmSamples {
 		every /= warmFactor
@@ -161,6 +163,14 @@ func (n *Node) calibrationDue(g *gpu) bool {
 		return false
 	}
 	return n.calibrating(g) != nil || s.seq == 0 && n.now >= s.nextAsk && n.calibrator(g) != nil
+}
+
+// calibrationSeen notes t's launch at at: one beside a calibration's
+// probes (another task's, since it was asked) spoils its sample.
+func (g *gpu) calibrationSeen(t *task, at int64) {
+	if s := &g.sw; s.seq != 0 && t.id != s.task && at >= s.asked {
+		s.spoiled = true
+	}
 }
 
 // calibrating is the waiter of g being calibrated, held back meanwhile
@@ -200,6 +210,11 @@ func (n *Node) calibrated(t *task, e SwitchCalibrated) {
 	case e.MPS:
 		s.mps = true
 	case e.Failed:
+		return
+	case s.spoiled:
+		// Another task's kernels ran around the probes: before the first
+		// (a switch seen longer) or between the two (shorter, or none).
+		n.stats.CalibrationsSpoiled++
 		return
 	}
 	s.answered++
@@ -249,9 +264,11 @@ func (n *Node) Switches() []SwitchInfo {
 type CalibrationCounters struct {
 	Calibrations         uint64 `json:"calibrations"`
 	CalibrationsAnswered uint64 `json:"calibrations_answered"`
+	CalibrationsSpoiled  uint64 `json:"calibrations_spoiled"`
 }
 
 var calibrationMetrics = []Metric{
 	{Name: "fikit_switch_calibrations_total", Help: "Switch calibrations asked of hooks (--switch-cost auto).", Value: func(s *Stats) float64 { return count(s.Calibrations) }},
 	{Name: "fikit_switch_calibrations_answered_total", Help: "Switch calibrations hooks answered.", Value: func(s *Stats) float64 { return count(s.CalibrationsAnswered) }},
+	{Name: "fikit_switch_calibrations_spoiled_total", Help: "Switch samples thrown away: another task launched while the probes were timed.", Value: func(s *Stats) float64 { return count(s.CalibrationsSpoiled) }},
 }
