@@ -147,7 +147,10 @@ type ModeResult struct {
 	// it was kept off the GPU (the high-priority service leaves most of
 	// every 10 ms idle).
 	ShortStallNs int64 `json:"short_longest_stall_ns"`
-	LongStallNs  int64 `json:"long_longest_stall_ns"`
+	// SwitchNs is the context switch the daemon assumed at the end (its
+	// measured estimate, --switch-cost auto).
+	SwitchNs    int64 `json:"switch_cost_ns"`
+	LongStallNs int64 `json:"long_longest_stall_ns"`
 	// Stalls describes each stall over StallNoted: what the daemon said of
 	// the service then, for whoever must find out why.
 	Stalls []Stall `json:"stalls,omitempty"`
@@ -179,11 +182,10 @@ type Stall struct {
 // Reading is one status reading during a stall.
 type Reading struct {
 	AtNs int64 `json:"at_ns"`
-	// BoardCursorNs is where the hooks' µs bound predicts the bounded
-	// work on the GPU to end (gpus[].board_cursor_ns).
-	BoardCursorNs int64                `json:"board_cursor_ns"`
-	Fill          *scheduler.FillState `json:"fill,omitempty"`
-	Tasks         []daemon.TaskStatus  `json:"tasks"`
+	// GPU is the GPU's status then: its fill state, the board's cursor,
+	// the switch cost the policy assumed.
+	GPU   *daemon.GPUStatus   `json:"gpu,omitempty"`
+	Tasks []daemon.TaskStatus `json:"tasks"`
 }
 
 func (s Stall) String() string {
@@ -420,6 +422,9 @@ func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTr
 		return nil, err
 	}
 	mr := &ModeResult{Mode: m, Tenants: st.Tenants, Turns: st.Stats.FairTurns, Throttles: st.Stats.FairThrottles}
+	for _, g := range st.GPUs {
+		mr.SwitchNs = g.SwitchCostNs
+	}
 	mr.SpanNs = to - from
 	pid := func(r *harness.Result, key string) int {
 		for _, t := range st.Tasks {
@@ -600,7 +605,7 @@ func watchStatus(d *harness.Daemon, period time.Duration) func() []Reading {
 			st := d.Status()
 			r := Reading{AtNs: harness.MonotonicNs()}
 			for _, g := range st.GPUs {
-				r.Fill, r.BoardCursorNs = g.Fill, g.BoardCursorNs
+				r.GPU = &g
 			}
 			for _, t := range st.Tasks {
 				if t.Priority == lpPrio {
