@@ -178,8 +178,11 @@ type taskAddr struct {
 	podUID, namespace, podName string
 	podKnown                   bool
 	// unixPid: its pid came from the kernel (a unix socket), so a datagram
-	// speaks for it when the kernel names the same pid (identity.go).
-	unixPid bool
+	// speaks for it when the kernel names the same pid (identity.go);
+	// unixPeers are its process's other sockets that spoke for it (its
+	// threads'), to forget when it leaves.
+	unixPid   bool
+	unixPeers []netip.AddrPort
 }
 
 // New binds the socket and prepares the core; Run serves.

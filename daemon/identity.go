@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/fikit/fikit/udp"
@@ -55,7 +56,11 @@ func (s *Server) speaksFor(ta *taskAddr, src netip.AddrPort, now int64) bool {
 		// The kernel names every unix datagram's sender: a socket of the
 		// task's process (its own, or a thread's) speaks for it, nothing
 		// else, from the first datagram on.
-		return s.cred != nil && s.cred.PID > 0 && uint32(s.cred.PID) == ta.pid
+		ok := s.cred != nil && s.cred.PID > 0 && uint32(s.cred.PID) == ta.pid
+		if ok && src != ta.ctrl && !slices.Contains(ta.unixPeers, src) && len(ta.unixPeers) < maxSources {
+			ta.unixPeers = append(ta.unixPeers, src) // forgotten when it leaves (forgetPeers)
+		}
+		return ok
 	}
 	if !ta.proven || src == ta.ctrl {
 		return true

@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/fikit/fikit/scheduler"
@@ -269,6 +274,9 @@ func (s *Server) left(ev event, ok bool) {
 		}
 		s.removeTask(id)
 		s.exits.forget(id)
+		if ta != nil {
+			s.forgetPeers(ta)
+		}
 	case afterReplaced:
 		if ok && ta != nil {
 			s.srcLog.logAt(ev.src, slog.LevelInfo, "task re-registered: the new registration replaces it", "task", id, "key", ta.key)
@@ -279,7 +287,14 @@ func (s *Server) left(ev event, ok bool) {
 		if ok && ta != nil {
 			s.log.Info("task exited without goodbye", "task", id, "key", ta.key, "pid", ta.pid)
 		}
+		var paths []string
+		if ta != nil {
+			paths = s.peerPaths(ta) // before removeTask forgets them
+		}
 		s.removeTask(id)
+		if ta != nil {
+			s.removeReplySockets(ta, paths)
+		}
 	}
 }
 
@@ -289,4 +304,120 @@ func (s *Server) removeTask(id scheduler.TaskID) {
 		s.board.Release(uint32(id))
 	}
 	delete(s.tasks, id)
+}
+
+// forgetPeers drops the unix sockets' stand-in addresses of a task's hook
+// that left (goodbye, or its process exited), once no other task of its
+// process speaks from them (one process's tasks on several GPUs share its
+// sockets). Each hook process added one for each of its sockets, kept for
+// the daemon's life. A task replaced or raised (its hook registers again)
+// keeps them: the answer telling it so goes there.
+func (s *Server) forgetPeers(ta *taskAddr) {
+	if len(s.unix) == 0 {
+		return
+	}
+	for _, a := range ta.peerAddrs() {
+		if !udp.IsUnixAddr(a) || s.peerInUse(a) {
+			continue
+		}
+		for _, c := range s.unix {
+			c.Forget(a)
+		}
+	}
+}
+
+// peerAddrs are the addresses ta's hook spoke from: its registration's,
+// its requests', the sources checked for it.
+func (ta *taskAddr) peerAddrs() []netip.AddrPort {
+	out := []netip.AddrPort{ta.ctrl}
+	for _, a := range ta.reqs {
+		out = append(out, a)
+	}
+	for a := range ta.sources {
+		out = append(out, a)
+	}
+	return append(out, ta.unixPeers...)
+}
+
+// peerInUse reports whether a live task's hook speaks from a.
+func (s *Server) peerInUse(a netip.AddrPort) bool {
+	for _, o := range s.tasks {
+		if o.ctrl == a || slices.Contains(o.unixPeers, a) {
+			return true
+		}
+		if _, ok := o.sources[a]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// peerPaths are the socket paths ta's hook spoke from on the unix
+// sockets.
+func (s *Server) peerPaths(ta *taskAddr) []string {
+	var out []string
+	for _, a := range ta.peerAddrs() {
+		for _, c := range s.unix {
+			if p, ok := c.PeerPath(a); ok && !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// removeReplySockets removes the reply sockets of ta's process, which
+// exited without its hook's atexit handler (killed): the daemon is the
+// only one left to do it, and a node's reply directory filled with the
+// names of every hook ever killed there. A hook names its sockets
+// fk-PID-TAG-N, TAG drawn once per process (hookclient/link.c): for each
+// path the daemon heard the process from (paths), its siblings with the
+// same fk-PID-TAG- go too (its threads' sockets that never spoke to this
+// daemon), nothing else; and only once no task of the process is left.
+func (s *Server) removeReplySockets(ta *taskAddr, paths []string) {
+	s.forgetPeers(ta)
+	for _, o := range s.tasks {
+		if o.pid == ta.pid && o.pid != 0 {
+			return // another task of the process is still known
+		}
+	}
+	var gone []string
+	for _, p := range paths {
+		prefix, ok := replyPrefix(filepath.Base(p))
+		if !ok {
+			continue
+		}
+		sib, _ := filepath.Glob(filepath.Join(filepath.Dir(p), prefix+"*"))
+		for _, q := range append(sib, p) {
+			if !slices.Contains(gone, q) {
+				gone = append(gone, q)
+			}
+		}
+	}
+	for _, p := range gone {
+		if fi, err := os.Lstat(p); err != nil || fi.Mode().Type() != fs.ModeSocket {
+			continue
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.log.Warn("cannot remove an exited hook's reply socket", "path", p, "err", err)
+		}
+	}
+}
+
+// replyPrefix is "fk-PID-TAG-" of a hook's reply socket name fk-PID-TAG-N
+// (false: not one).
+func replyPrefix(name string) (string, bool) {
+	f := strings.Split(name, "-")
+	if len(f) != 4 || f[0] != "fk" || len(f[2]) != 8 {
+		return "", false
+	}
+	for _, x := range []string{f[1], f[3]} {
+		if _, err := strconv.ParseUint(x, 10, 32); err != nil {
+			return "", false
+		}
+	}
+	if _, err := strconv.ParseUint(f[2], 16, 32); err != nil {
+		return "", false
+	}
+	return strings.Join(f[:3], "-") + "-", true
 }

@@ -97,6 +97,14 @@ func newMetrics(s *Server) *metrics {
 				defer s.mu.Unlock()
 				return float64(s.unhookedPods(time.Now()))
 			}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "fikit_unix_peers", Help: "Hook sockets the unix sockets know (stand-in addresses), forgotten when their tasks leave."},
+			func() float64 {
+				n := 0
+				for _, c := range s.unix {
+					n += c.Peers()
+				}
+				return float64(n)
+			}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "fikit_unix_unanswerable_total", Help: "Datagrams on the unix sockets from unbound sockets (no path to answer), dropped."},
 			func() float64 {
 				var n uint64

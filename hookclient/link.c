@@ -101,16 +101,14 @@ static int auth_setup(void)
 	return 0;
 }
 
-/* bind_reply binds a unix socket in the reply directory, under a name of
- * its own (pid, a counter, random bits): the daemon answers it there, and
- * only the daemon can (the socket is connected to the daemon's, and the
- * kernel refuses a connected unix socket's datagrams from anyone else).
- * The directory is mode 1733: others can neither list nor remove it. */
-static int bind_reply(int fd)
+/* proc_tag is this process's tag in its reply sockets' names, drawn once
+ * per process (again in a forked child: the pid it was drawn for moved). */
+static unsigned proc_tag(void)
 {
-	static _Atomic unsigned counter;
-	struct sockaddr_un un = {.sun_family = AF_UNIX};
-	for (int tries = 0; tries < 4; tries++) {
+	static _Atomic int tag_pid;
+	static _Atomic unsigned tag;
+	int pid = (int)getpid();
+	if (atomic_load(&tag_pid) != pid) {
 		unsigned r = 0;
 		int rfd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 		if (rfd >= 0) {
@@ -118,8 +116,31 @@ static int bind_reply(int fd)
 			(void)n;
 			close(rfd);
 		}
-		int n = snprintf(un.sun_path, sizeof un.sun_path, "%s/fk-%d-%u-%08x", fk_cfg.reply_dir, (int)getpid(),
-				 atomic_fetch_add(&counter, 1), r);
+		if (!r)
+			r = (unsigned)fk_now_ns() ^ (unsigned)pid;
+		atomic_store(&tag, r);
+		atomic_store(&tag_pid, pid);
+	}
+	return atomic_load(&tag);
+}
+
+/* bind_reply binds a unix socket in the reply directory, under a name of
+ * its own, fk-PID-TAG-N (pid, the process's random tag, a counter): the
+ * daemon answers it there, and only the daemon can (the socket is
+ * connected to the daemon's, and the kernel refuses a connected unix
+ * socket's datagrams from anyone else). The directory is mode 1733:
+ * others can neither list nor remove it. A process killed before its
+ * atexit handler leaves its sockets there; the daemon, seeing it exit,
+ * removes every fk-PID-TAG-* of the paths it heard from (its threads'
+ * sockets that never spoke to that daemon too), and no other process's:
+ * PIDs repeat across pods' namespaces, their tags do not. */
+static int bind_reply(int fd)
+{
+	static _Atomic unsigned counter;
+	struct sockaddr_un un = {.sun_family = AF_UNIX};
+	for (int tries = 0; tries < 4; tries++) {
+		int n = snprintf(un.sun_path, sizeof un.sun_path, "%s/fk-%d-%08x-%u", fk_cfg.reply_dir, (int)getpid(),
+				 proc_tag(), atomic_fetch_add(&counter, 1));
 		if (n <= 0 || (size_t)n >= sizeof un.sun_path)
 			return -1;
 		if (bind(fd, (struct sockaddr *)&un, (socklen_t)sizeof un) == 0) {

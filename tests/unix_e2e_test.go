@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -120,5 +121,28 @@ func TestUnixSocketHooks(t *testing.T) {
 		return false
 	}) {
 		t.Fatalf("the low-priority hook did not register with the restarted daemon: %+v\n%s", d2.status(t), tail(procs[1].Stderr(), 30))
+	}
+
+	// A service killed (no atexit handler) leaves its reply sockets: the
+	// daemon, seeing its process exit, removes them, and forgets it.
+	var lpPID int
+	for _, ta := range d2.status(t).Tasks {
+		if ta.Key == lp.key {
+			lpPID = ta.PID
+		}
+	}
+	own := func() []string {
+		m, _ := filepath.Glob(filepath.Join(reply, fmt.Sprintf("fk-%d-*", lpPID)))
+		return m
+	}
+	if len(own()) == 0 {
+		t.Fatalf("no reply socket of the low-priority service (pid %d) in %s", lpPID, reply)
+	}
+	procs[1].KillGroup()
+	if !waitFor(10*time.Second, func() bool { return len(own()) == 0 }) {
+		t.Errorf("the killed service's reply sockets are still there: %v", own())
+	}
+	if m := adminMetrics(t, dataDir); m["fikit_unix_peers"] != 0 {
+		t.Errorf("fikit_unix_peers = %.0f after every hook left, want 0", m["fikit_unix_peers"])
 	}
 }

@@ -202,6 +202,13 @@ func (c *UnixConn) PeerPath(a netip.AddrPort) (string, bool) {
 	return p, ok
 }
 
+// Peers is how many senders the socket has stand-in addresses for.
+func (c *UnixConn) Peers() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.byAddr)
+}
+
 // Forget drops a sender's stand-in address (its hook went away).
 func (c *UnixConn) Forget(a netip.AddrPort) {
 	c.mu.Lock()

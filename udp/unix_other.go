@@ -33,4 +33,5 @@ func (c *UnixConn) Read(func([]byte, netip.AddrPort, *Cred)) error {
 }
 func (c *UnixConn) PeerPath(netip.AddrPort) (string, bool)    { return "", false }
 func (c *UnixConn) Forget(netip.AddrPort)                     {}
+func (c *UnixConn) Peers() int                                { return 0 }
 func (c *UnixConn) WriteTo([]byte, netip.AddrPort, int) error { return errNoUnix }
