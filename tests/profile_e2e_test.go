@@ -112,11 +112,18 @@ func TestProfilePipeline(t *testing.T) {
 	// the profile holds (its timeline is the ground truth), allowing 2 µs for
 	// near-zero gaps: the hook reports a run whose stalled launch calls may
 	// move a gap's mean by up to that much (FK_GAP_ERR_NS in measure.c; a
-	// zero gap read 1.56 µs once). The daemon logs which runs it committed (the hook's
-	// run N is the replay's run N-1: it registers at the first launch).
+	// zero gap read 1.56 µs once). Two such runs move it twice as far, and
+	// the hook reports an uncertain run after eight withheld in a row:
+	// a fresh clone's run read one zero gap as 3.46 µs. So two gaps may be
+	// off by up to the 10 µs the profile's gaps are held to (docs/design.md
+	// "A stalled launch call"), none further; a hook that misplaced gaps
+	// as a rule (its launch latency or a stall taken as idle time) is off
+	// in many. The daemon logs which runs it committed (the hook's run N is
+	// the replay's run N-1: it registers at the first launch).
 	committed := committedRuns(t, d.Stderr(), show.Runs)
 	truth := timelineGaps(t, readTimeline(t, tl), len(tr.Kernels), committed)
-	worstGap, checked := 0.0, 0
+	const heldTo = 10_000 // ns
+	worstGap, checked, loose := 0.0, 0, 0
 	for kk := range want {
 		i, ok := got[kk]
 		if !ok || show.Kernels[i].MeanGapNs == nil {
@@ -137,9 +144,16 @@ func TestProfilePipeline(t *testing.T) {
 		if mean > 0 {
 			worstGap = math.Max(worstGap, diff/mean)
 		}
-		if diff > math.Max(0.10*mean, 2000) {
+		switch {
+		case diff > math.Max(0.10*mean, heldTo):
 			t.Errorf("%s grid %v: mean gap %.0f ns, simgpu's timeline %.0f ns", kk.name, kk.grid, *show.Kernels[i].MeanGapNs, mean)
+		case diff > math.Max(0.10*mean, 2000):
+			loose++
+			t.Logf("%s grid %v: mean gap %.0f ns, simgpu's timeline %.0f ns (within the 10 µs gaps are held to)", kk.name, kk.grid, *show.Kernels[i].MeanGapNs, mean)
 		}
+	}
+	if loose > 2 {
+		t.Errorf("%d mean gaps off by over 2 µs (and 10%%), want 2 at most", loose)
 	}
 	if checked == 0 {
 		t.Error("no gap could be compared with the timeline")
