@@ -67,6 +67,20 @@ func TestFaultNothingLost(t *testing.T) {
 			if r.ExitCode != 0 {
 				t.Fatalf("%s try %d: the service failed: %s", kind, try, r)
 			}
+			// The daemon's log comes through a pipe that this test reads on
+			// its own goroutine: on a busy host its lines for runs already
+			// stored came after the service's exit (a fresh clone's try
+			// read none of the 11 runs the store then held). Let it settle.
+			prev := -1
+			waitFor(2*time.Second, func() bool {
+				n := strings.Count(d.Stderr(), `msg="profiling run"`)
+				if n == prev && n > 0 {
+					return true
+				}
+				prev = n
+				time.Sleep(100 * time.Millisecond)
+				return false
+			})
 			if kind == "exit-now" {
 				// Without the flush nothing is promised durable; what is
 				// judged is what the hook shipped: let the daemon decide
