@@ -364,6 +364,9 @@ ssize_t fk_link_recv_fd(int fd, void *buf, size_t len, int *fd_out);
  * it. A socket inherited across fork keeps its name (its binder's pid is
  * in it). */
 void fk_link_unlink_own(int fd);
+/* At exit: remove the names of every reply socket this process bound
+ * (fk-PID-TAG-0 … N-1), whichever thread's. */
+void fk_link_unlink_all(void);
 
 /* ---- the sender thread (sender.c) ---- */
 

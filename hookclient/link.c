@@ -103,10 +103,12 @@ static int auth_setup(void)
 
 /* proc_tag is this process's tag in its reply sockets' names, drawn once
  * per process (again in a forked child: the pid it was drawn for moved). */
+static _Atomic int tag_pid;
+static _Atomic unsigned tag;
+static _Atomic unsigned reply_n; /* reply sockets bound so far (their N) */
+
 static unsigned proc_tag(void)
 {
-	static _Atomic int tag_pid;
-	static _Atomic unsigned tag;
 	int pid = (int)getpid();
 	if (atomic_load(&tag_pid) != pid) {
 		unsigned r = 0;
@@ -136,11 +138,10 @@ static unsigned proc_tag(void)
  * PIDs repeat across pods' namespaces, their tags do not. */
 static int bind_reply(int fd)
 {
-	static _Atomic unsigned counter;
 	struct sockaddr_un un = {.sun_family = AF_UNIX};
 	for (int tries = 0; tries < 4; tries++) {
 		int n = snprintf(un.sun_path, sizeof un.sun_path, "%s/fk-%d-%08x-%u", fk_cfg.reply_dir, (int)getpid(),
-				 proc_tag(), atomic_fetch_add(&counter, 1));
+				 proc_tag(), atomic_fetch_add(&reply_n, 1));
 		if (n <= 0 || (size_t)n >= sizeof un.sun_path)
 			return -1;
 		if (bind(fd, (struct sockaddr *)&un, (socklen_t)sizeof un) == 0) {
@@ -227,6 +228,19 @@ void fk_link_unlink_own(int fd)
 	int n = snprintf(own, sizeof own, "%s/fk-%d-", fk_cfg.reply_dir, (int)getpid());
 	if (n > 0 && (size_t)n < sizeof own && !strncmp(un.sun_path, own, (size_t)n))
 		unlink(un.sun_path);
+}
+
+void fk_link_unlink_all(void)
+{
+	if (sched_sa.ss_family != AF_UNIX || atomic_load(&tag_pid) != (int)getpid())
+		return; /* no reply socket bound by this process */
+	unsigned t = atomic_load(&tag), n = atomic_load(&reply_n);
+	for (unsigned i = 0; i < n; i++) {
+		char p[sizeof((struct sockaddr_un *)0)->sun_path];
+		int k = snprintf(p, sizeof p, "%s/fk-%d-%08x-%u", fk_cfg.reply_dir, (int)getpid(), t, i);
+		if (k > 0 && (size_t)k < sizeof p)
+			unlink(p); /* ENOENT for those a thread's end removed, or a parent's N */
+	}
 }
 
 /* gone: the error a unix socket gives once its daemon went away. */

@@ -476,7 +476,10 @@ static void at_exit(void)
 		fk_log(FK_LOG_DEBUG, "exit: the scheduler did not confirm the last measurements within %d ms",
 		       FK_EXIT_FLUSH_MS);
 	step_now(&(fk_ev){.type = FK_EV_EXIT, .now = fk_now_ns()});
-	fk_link_unlink_own(fk_link_ctl());
+	/* Every reply socket's name, not only the sender's: threads alive at
+	 * exit run no destructor, the main thread's waiter socket included
+	 * (a C service that asked for grants left it). */
+	fk_link_unlink_all();
 }
 
 int fk_sender_start(void)
