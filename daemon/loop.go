@@ -287,14 +287,13 @@ func (s *Server) left(ev event, ok bool) {
 		if ok && ta != nil {
 			s.log.Info("task exited without goodbye", "task", id, "key", ta.key, "pid", ta.pid)
 		}
-		var paths []string
-		if ta != nil {
-			paths = s.peerPaths(ta) // before removeTask forgets them
+		if ta == nil {
+			s.removeTask(id)
+			return
 		}
+		paths := s.peerPaths(ta) // while the unix sockets still know them
 		s.removeTask(id)
-		if ta != nil {
-			s.removeReplySockets(ta, paths)
-		}
+		s.removeReplySockets(ta, paths)
 	}
 }
 

@@ -106,13 +106,17 @@ func (n *Node) stepGates(g *gpu) {
 }
 
 // shut reports whether some gate lets nothing waiting on g go now.
-func (n *Node) shut(g *gpu) bool {
+func (n *Node) shut(g *gpu) bool { return n.shutBy(g) != "" }
+
+// shutBy names the first gate that lets nothing waiting on g go now ("":
+// none).
+func (n *Node) shutBy(g *gpu) string {
 	for i := range gates {
 		if s := gates[i].shut; s != nil && s(n, g) {
-			return true
+			return gates[i].name
 		}
 	}
-	return false
+	return ""
 }
 
 // armGates prepares the gates for one fill of g.

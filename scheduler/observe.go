@@ -60,12 +60,7 @@ func (n *Node) FillStates(dst []FillState) []FillState {
 		if g.fairAt > n.now {
 			f.FairAtNs = g.fairAt // passed: holds nothing back
 		}
-		for i := range gates {
-			if s := gates[i].shut; s != nil && s(n, g) {
-				f.Shut = gates[i].name
-				break
-			}
-		}
+		f.Shut = n.shutBy(g)
 		dst = append(dst, f)
 	}
 	return dst

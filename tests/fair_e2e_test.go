@@ -91,8 +91,8 @@ func TestFairSharesAmongEquals(t *testing.T) {
 	}
 	best, fair, weighted, bestHolders, fairHolders := res.Modes[0], res.Modes[1], res.Modes[2], res.Modes[3], res.Modes[4]
 	// Nobody starved: the high-priority service leaves most of every
-	// 10 ms idle, and two holders share; a loaded host keeps a service off
-	// the device for a tenth of a span at most (docs/operations.md), one
+	// 10 ms idle, and two holders share; a loaded host kept a service off
+	// the device for 195 ms of a 1.5 s span at most (docs/operations.md), one
 	// stuck in the scheduler for all of it (the bench's --record says what
 	// the daemon decided about it meanwhile).
 	for _, m := range res.Modes {

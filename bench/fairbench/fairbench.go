@@ -104,7 +104,8 @@ type Options struct {
 	Scheduler *scheduler.Config
 	Log       harness.Logf
 	// Record: each mode's daemon records its decisions into the mode's
-	// directory (decisions.jsonl), and a stall's diagnosis counts them.
+	// directory (decisions.jsonl), and its status is read every 100 ms: a
+	// stall's diagnosis counts the one and shows the other.
 	Record bool
 }
 
@@ -174,8 +175,8 @@ type Stall struct {
 	Decisions map[string]int     `json:"decisions,omitempty"`
 	Stderr    string             `json:"stderr,omitempty"`
 	// During is what the daemon's status said while it stalled (read
-	// every 100 ms; the first, middle and last reading): the GPU's fill
-	// state and the low-priority tasks.
+	// every 100 ms, with Options.Record; the first, middle and last
+	// reading): the GPU's fill state and the low-priority tasks.
 	During []Reading `json:"during,omitempty"`
 }
 
@@ -391,7 +392,12 @@ func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTr
 	}
 	var hpRes *harness.Result
 	var hpErr error
-	watch := watchStatus(d, 100*time.Millisecond)
+	// The status readings a stall's diagnosis shows, with Record only:
+	// each reading takes the daemon's lock, load on a plain measurement.
+	watch := func() []Reading { return nil }
+	if o.Record {
+		watch = watchStatus(d, 100*time.Millisecond)
+	}
 	from := harness.MonotonicNs()
 	if m.Holders {
 		time.Sleep(time.Duration(o.HPRuns) * hpEvery)
@@ -446,7 +452,7 @@ func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTr
 		}
 	}
 	mr.Switches, mr.LPSwitches = switches(recs, from, to, sp, lp)
-	var stalls []stalled
+	var stalls []Stall
 	for i, x := range []struct {
 		key string
 		pid int
@@ -455,7 +461,7 @@ func runMode(ctx context.Context, o Options, m Mode, idx int, shortTrace, longTr
 		gap, at := timeline.LongestGap(recs, x.pid, from, to)
 		*x.ns = gap
 		if gap >= int64(StallNoted) {
-			stalls = append(stalls, stalled{Stall{Service: x.key, FromNs: at, DurationNs: gap, Stderr: tail(lpRes[i].Stderr, 2000)}, i})
+			stalls = append(stalls, Stall{Service: x.key, FromNs: at, DurationNs: gap, Stderr: tail(lpRes[i].Stderr, 2000)})
 		}
 	}
 	if len(stalls) > 0 {
@@ -543,15 +549,10 @@ func (r *Result) Write(w io.Writer) error {
 	return nil
 }
 
-type stalled struct {
-	Stall
-	i int
-}
-
 // diagnose completes the stalls with the daemon's word on each service:
 // its task's status, and the decisions recorded about it while it stalled
 // (recPath "": none recorded).
-func diagnose(stalls []stalled, tasks []daemon.TaskStatus, recPath string, readings []Reading) []Stall {
+func diagnose(stalls []Stall, tasks []daemon.TaskStatus, recPath string, readings []Reading) []Stall {
 	var recs []decisions.Record
 	if recPath != "" {
 		recs, _ = decisions.Read(recPath)
@@ -581,7 +582,7 @@ func diagnose(stalls []stalled, tasks []daemon.TaskStatus, recPath string, readi
 			in = []Reading{in[0], in[len(in)/2], in[len(in)-1]}
 		}
 		s.During = in
-		out = append(out, s.Stall)
+		out = append(out, s)
 	}
 	return out
 }
